@@ -1,0 +1,213 @@
+"""Sparse semantic dimension (SSD) and the generalisation bound it certifies (SPEC §3).
+
+A sparse autoencoder with a dictionary of ``m`` latents is read over a calibration stream; the
+pool G of latents that were ever active has ``P`` members. The bound on the risk of the frozen
+model M, evaluated on ``N`` held-out sequences with confidence ``1 - delta``, is
+
+    U = R̂ + ε̂_loss + B η̂ + B √((SSD + ln(2/δ)) / (2N)) + B √(ln(4/δ) / (2N)),
+
+where the loss is the smoothed bits per token, bounded by ``B = log2(V / a)``. The bound is
+non-vacuous when U falls below ``log2 V``, the loss of guessing uniformly over the vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+SMOOTHING = 0.5
+"""Default mixing weight ``a`` of the uniform distribution in the smoothed loss."""
+
+DELTA = 0.05
+"""Default failure probability of the bound."""
+
+
+def ssd(P: float, m: float) -> float:
+    """Sparse semantic dimension ``P ln(e m / P)`` of a pool of ``P`` latents out of ``m``.
+
+    ``P = 0`` gives 0, the limit of ``P ln(e m / P)`` as ``P -> 0``. At ``P = m`` the value is
+    ``m``: the log-count of pools, ``ln C(m, P) <= SSD``, is what the bound pays for.
+    """
+    _check_pool(P, m)
+    if P == 0:
+        return 0.0
+    return P * (1.0 + math.log(m / P))
+
+
+def smoothed_loss_bound(V: float, a: float = SMOOTHING) -> float:
+    """Upper bound ``B = log2(V / a)`` of the smoothed bits per token over a vocabulary of ``V``."""
+    _check_vocabulary(V)
+    _check_smoothing(a)
+    return math.log2(V / a)
+
+
+def smoothed_probability(p: ArrayLike, V: float, a: float = SMOOTHING) -> np.ndarray:
+    """Smoothed probability ``(1 - a) p + a / V`` of the observed tokens.
+
+    Mixing in the uniform distribution floors every probability at ``a / V``, so the loss
+    ``-log2`` of it lies in ``[0, log2(V / a)]``, the boundedness the bound needs.
+    """
+    _check_vocabulary(V)
+    _check_smoothing(a)
+    probabilities = np.asarray(p, dtype=float)
+    if not np.all((probabilities >= 0.0) & (probabilities <= 1.0)):
+        raise ValueError("p must hold probabilities in [0, 1]")
+    return (1.0 - a) * probabilities + a / V
+
+
+def smoothed_bits(p: ArrayLike, V: float, a: float = SMOOTHING) -> np.ndarray:
+    """Smoothed loss in bits, ``-log2((1 - a) p + a / V)``, elementwise over ``p``."""
+    return -np.log2(smoothed_probability(p, V, a))
+
+
+@dataclass(frozen=True)
+class SSDBound:
+    """The terms of the bound U, by name, in bits per token."""
+
+    empirical_risk: float
+    """R̂: mean smoothed loss of the sparse proxy on the held-out sequences."""
+    eps_loss: float
+    """ε̂_loss: mean absolute loss gap between the model and its sparse proxy."""
+    pool_mismatch: float
+    """B η̂: the cost of held-out sequences that use latents outside the pool."""
+    complexity: float
+    """B √((SSD + ln(2/δ)) / (2N)): uniform convergence over the pools."""
+    confidence: float
+    """B √(ln(4/δ) / (2N)): concentration of the empirical terms."""
+    total: float
+    """U, the sum of the five terms above."""
+    vacuity_threshold: float
+    """log2 V: the loss of a uniform guess over the vocabulary."""
+    non_vacuous: bool
+    """Whether U < log2 V."""
+    loss_bound: float
+    """B = log2(V / a), the range of the smoothed loss."""
+    ssd: float
+    """The sparse semantic dimension that entered the complexity term."""
+
+
+def bound(
+    *,
+    P: float,
+    m: float,
+    N: float,
+    V: float,
+    risk: float,
+    eps_loss: float = 0.0,
+    eta: float = 0.0,
+    delta: float = DELTA,
+    a: float = SMOOTHING,
+) -> SSDBound:
+    """The SSD generalisation bound U on ``N`` held-out sequences, term by term.
+
+    Args:
+        P: pool size, the number of latents active on the calibration stream.
+        m: dictionary size of the sparse autoencoder.
+        N: number of held-out sequences (real-valued so the bound can be traced continuously).
+        V: vocabulary size.
+        risk: empirical risk R̂ of the sparse proxy, in smoothed bits per token.
+        eps_loss: mean absolute loss gap ε̂_loss between the model and the proxy.
+        eta: pool mismatch η̂, the fraction of held-out sequences leaving the pool.
+        delta: failure probability; the bound holds with probability ``1 - delta``.
+        a: smoothing weight of the loss.
+    """
+    _check_sample_size(N)
+    loss_bound, mismatch, sparse_dimension = _common_terms(P, m, V, risk, eps_loss, eta, delta, a)
+    complexity = loss_bound * math.sqrt((sparse_dimension + math.log(2.0 / delta)) / (2.0 * N))
+    confidence = loss_bound * math.sqrt(math.log(4.0 / delta) / (2.0 * N))
+    total = risk + eps_loss + mismatch + complexity + confidence
+    threshold = math.log2(V)
+    return SSDBound(
+        empirical_risk=risk,
+        eps_loss=eps_loss,
+        pool_mismatch=mismatch,
+        complexity=complexity,
+        confidence=confidence,
+        total=total,
+        vacuity_threshold=threshold,
+        non_vacuous=total < threshold,
+        loss_bound=loss_bound,
+        ssd=sparse_dimension,
+    )
+
+
+def crossing_size(
+    *,
+    P: float,
+    m: float,
+    V: float,
+    risk: float,
+    eps_loss: float = 0.0,
+    eta: float = 0.0,
+    delta: float = DELTA,
+    a: float = SMOOTHING,
+) -> float:
+    """Held-out size N* at which the bound U reaches the vacuity threshold ``log2 V``.
+
+    N* = (A / (log2 V - C))² with C = R̂ + ε̂_loss + B η̂ the terms that do not shrink with N
+    and A = B (√((SSD + ln(2/δ)) / 2) + √(ln(4/δ) / 2)), so that U(N) = C + A / √N. The bound is
+    non-vacuous for every N > N* (strictly: at N* itself U equals log2 V). When C >= log2 V no
+    amount of held-out data makes the bound non-vacuous and the result is ``math.inf``. N* may
+    fall below 1, in which case any held-out set certifies. Arguments are those of `bound`.
+    """
+    loss_bound, mismatch, sparse_dimension = _common_terms(P, m, V, risk, eps_loss, eta, delta, a)
+    floor = risk + eps_loss + mismatch
+    margin = math.log2(V) - floor
+    if margin <= 0.0:
+        return math.inf
+    slope = loss_bound * (
+        math.sqrt((sparse_dimension + math.log(2.0 / delta)) / 2.0)
+        + math.sqrt(math.log(4.0 / delta) / 2.0)
+    )
+    return (slope / margin) ** 2
+
+
+def _common_terms(
+    P: float,
+    m: float,
+    V: float,
+    risk: float,
+    eps_loss: float,
+    eta: float,
+    delta: float,
+    a: float,
+) -> tuple[float, float, float]:
+    """Validate the shared arguments; return B, B η̂ and SSD."""
+    _check_nonnegative("risk", risk)
+    _check_nonnegative("eps_loss", eps_loss)
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"eta is a fraction of sequences: expected 0 <= eta <= 1, got {eta}")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta is a failure probability: expected 0 < delta < 1, got {delta}")
+    loss_bound = smoothed_loss_bound(V, a)
+    return loss_bound, loss_bound * eta, ssd(P, m)
+
+
+def _check_pool(P: float, m: float) -> None:
+    if not m >= 1:
+        raise ValueError(f"m is a dictionary size: expected m >= 1, got {m}")
+    if not 0 <= P <= m:
+        raise ValueError(f"P is a pool of the m latents: expected 0 <= P <= m = {m}, got P = {P}")
+
+
+def _check_vocabulary(V: float) -> None:
+    if not 2 <= V < math.inf:
+        raise ValueError(f"V is a vocabulary size: expected a finite V >= 2, got {V}")
+
+
+def _check_smoothing(a: float) -> None:
+    if not 0.0 < a <= 1.0:
+        raise ValueError(f"a is the uniform mixing weight: expected 0 < a <= 1, got {a}")
+
+
+def _check_sample_size(N: float) -> None:
+    if not 1 <= N < math.inf:
+        raise ValueError(f"N is a number of held-out sequences: expected a finite N >= 1, got {N}")
+
+
+def _check_nonnegative(name: str, value: float) -> None:
+    if not 0.0 <= value < math.inf:
+        raise ValueError(f"{name} is a loss in bits: expected a finite value >= 0, got {value}")
