@@ -1,0 +1,3 @@
+"""geomlens: representation-geometry analyses for TransformerLens and nnsight models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,102 @@
+"""The data an analysis runs over: texts or token ids, plus per-example columns (labels, coordinates)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Dataset:
+    """Examples for one run: exactly one of ``texts`` / ``token_ids`` / ``num_rows`` set.
+
+    ``columns`` hold per-example metadata (a concept label, a context, a year) as arrays of
+    length N; analyses read them from each batch. ``num_rows`` alone stands for recorded
+    activations, where the rows of the recorded arrays are the examples.
+    """
+
+    texts: list[str] | None = None
+    token_ids: list[list[int]] | None = None
+    num_rows: int | None = None
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        given = [x is not None for x in (self.texts, self.token_ids, self.num_rows)]
+        if sum(given) != 1:
+            raise ValueError("A Dataset needs exactly one of texts, token_ids or num_rows.")
+        n = len(self)
+        if n == 0:
+            raise ValueError("The dataset is empty; give at least one example.")
+        for name, values in list(self.columns.items()):
+            values = np.asarray(values)
+            if values.shape[0] != n:
+                raise ValueError(
+                    f"Column {name!r} has {values.shape[0]} entries but the dataset has {n} "
+                    "examples; every column needs one entry per example."
+                )
+            self.columns[name] = values
+
+    def __len__(self) -> int:
+        if self.texts is not None:
+            return len(self.texts)
+        if self.token_ids is not None:
+            return len(self.token_ids)
+        return int(self.num_rows or 0)
+
+    def column_batch(self, index: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: values[index] for name, values in self.columns.items()}
+
+
+def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
+    """Normalise what a user passes as data.
+
+    Accepted: a :class:`Dataset`; a list of strings; a ``[N, T]`` LongTensor or a list of token-id
+    lists; a mapping or pandas DataFrame with a ``"text"`` (or ``"token_ids"``) column and other
+    columns as metadata; ``None`` for recorded activations (``num_rows`` then says how many).
+    """
+    if isinstance(data, Dataset):
+        return data
+    if data is None:
+        if num_rows is None:
+            raise ValueError(
+                "No data given. Pass a list of strings, token ids, or a mapping with a 'text' "
+                "column (data=None works only for recorded activations)."
+            )
+        return Dataset(num_rows=num_rows)
+    if isinstance(data, str):
+        raise ValueError("data is a single string; pass a list of strings, e.g. [text].")
+    if isinstance(data, torch.Tensor):
+        if data.dim() != 2 or data.is_floating_point():
+            raise ValueError(
+                f"A tensor given as data must hold token ids [N, T] (integers); got dtype "
+                f"{data.dtype} and shape {tuple(data.shape)}. For activations use gl.attach({{site: array}})."
+            )
+        return Dataset(token_ids=data.tolist())
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas DataFrame
+        data = {name: data[name].to_numpy() for name in data.columns}
+    if isinstance(data, Mapping):
+        columns = {k: np.asarray(v) for k, v in data.items() if k not in ("text", "token_ids")}
+        if "text" in data:
+            return Dataset(texts=[str(t) for t in data["text"]], columns=columns)
+        if "token_ids" in data:
+            return Dataset(
+                token_ids=[list(map(int, t)) for t in data["token_ids"]], columns=columns
+            )
+        if num_rows is not None:
+            return Dataset(num_rows=num_rows, columns=columns)
+        raise ValueError(
+            f"A mapping given as data needs a 'text' or 'token_ids' column; got columns {sorted(data)}."
+        )
+    if isinstance(data, Sequence) and len(data) > 0:
+        if all(isinstance(x, str) for x in data):
+            return Dataset(texts=list(data))
+        if all(isinstance(x, Sequence) and not isinstance(x, str) for x in data):
+            return Dataset(token_ids=[list(map(int, x)) for x in data])
+    raise ValueError(
+        f"Cannot use {type(data).__name__} as data. Pass a list of strings, token ids [N, T], a "
+        "mapping/DataFrame with a 'text' column, or a geomlens Dataset."
+    )

@@ -1,0 +1,195 @@
+"""The Adapter protocol: how every analysis touches a model, whatever the backend.
+
+An adapter knows the model's canonical site names (TransformerLens hook names), turns a slice of
+a :class:`~geomlens.data.Dataset` into :class:`ModelInputs`, runs **one** forward pass that
+returns the activations at the requested sites, and applies interventions as context managers.
+Every hook it adds is a handle removed in a ``finally``; after any exception the model has no
+hook of ours and its parameters are unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from geomlens.data.dataset import Dataset
+from geomlens.hooks.inputs import ModelInputs, PaddingSide, encode_texts, encode_token_ids
+
+#: An edit applied at a site: takes the activation [B, T, ...] and returns its replacement.
+EditFn = Callable[[torch.Tensor], torch.Tensor]
+
+#: Canonical per-layer site templates, in forward order (TransformerLens hook names).
+LAYER_SITE_TEMPLATES: tuple[str, ...] = (
+    "blocks.{layer}.hook_resid_pre",
+    "blocks.{layer}.hook_attn_out",
+    "blocks.{layer}.hook_resid_mid",
+    "blocks.{layer}.mlp.hook_pre",
+    "blocks.{layer}.mlp.hook_post",
+    "blocks.{layer}.hook_mlp_out",
+    "blocks.{layer}.hook_resid_post",
+)
+EMBED_SITE = "hook_embed"
+
+
+def canonical_sites(n_layers: int) -> list[str]:
+    """All canonical site names of a model with ``n_layers`` blocks, in forward order."""
+    sites = [EMBED_SITE]
+    for layer in range(n_layers):
+        sites.extend(t.format(layer=layer) for t in LAYER_SITE_TEMPLATES)
+    return sites
+
+
+def layer_of(site: str) -> int | None:
+    """The block index a canonical site belongs to, or None for ``hook_embed``."""
+    match = re.match(r"blocks\.(\d+)\.", site)
+    return int(match.group(1)) if match else None
+
+
+class UnknownSiteError(KeyError, ValueError):
+    """A site name that the model does not have; the message lists valid names."""
+
+    def __str__(self) -> str:  # KeyError would wrap the message in quotes
+        return str(self.args[0])
+
+
+def unknown_site_error(site: str, valid: Sequence[str], model_id: str) -> UnknownSiteError:
+    nearest = difflib.get_close_matches(site, valid, n=1, cutoff=0.0)
+    hint = f" Did you mean {nearest[0]!r}?" if nearest else ""
+    shown = ", ".join(valid[:12]) + (", …" if len(valid) > 12 else "")
+    return UnknownSiteError(
+        f"Unknown site {site!r} for model {model_id!r}.{hint} Valid sites ({len(valid)}): {shown}"
+    )
+
+
+def count_torch_hooks(module: torch.nn.Module) -> int:
+    """Number of forward/backward hooks registered on ``module`` and all its submodules."""
+    total = 0
+    for sub in module.modules():
+        for attr in (
+            "_forward_hooks",
+            "_forward_pre_hooks",
+            "_backward_hooks",
+            "_backward_pre_hooks",
+        ):
+            total += len(getattr(sub, attr, {}) or {})
+    return total
+
+
+class Adapter(ABC):
+    """One model seen through one backend. Subclasses fill in the abstract methods."""
+
+    #: Short backend name recorded in results: "transformer-lens", "nnsight" or "recorded".
+    backend: str = ""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self._edits: list[tuple[str, EditFn]] = []
+
+    # -- what the model offers ---------------------------------------------------------------
+    @abstractmethod
+    def sites(self) -> list[str]:
+        """Canonical site names this model exposes, in forward order."""
+
+    @property
+    @abstractmethod
+    def n_layers(self) -> int:
+        """Number of transformer blocks (0 for recorded data without blocks)."""
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def tokenizer(self) -> Any:
+        return None
+
+    def resolve_site(self, site: str) -> str:
+        """Check a site name; raise :class:`UnknownSiteError` naming the nearest valid one."""
+        valid = self.sites()
+        if site not in valid:
+            raise unknown_site_error(site, valid, self.model_id)
+        return site
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance recorded in every result (model id, backend, numerics mode, …)."""
+        return {"model_id": self.model_id, "backend": self.backend, "n_layers": self.n_layers}
+
+    # -- inputs and the forward pass -----------------------------------------------------------
+    def encode(
+        self,
+        dataset: Dataset,
+        index: np.ndarray,
+        *,
+        padding_side: PaddingSide = "right",
+        max_length: int | None = None,
+    ) -> ModelInputs:
+        """Turn rows ``index`` of ``dataset`` into one padded batch on this adapter's device."""
+        if dataset.texts is not None:
+            texts = [dataset.texts[i] for i in index]
+            inputs = encode_texts(
+                self.tokenizer, texts, index, padding_side=padding_side, max_length=max_length
+            )
+        elif dataset.token_ids is not None:
+            rows = [
+                dataset.token_ids[i][:max_length] if max_length else dataset.token_ids[i]
+                for i in index
+            ]
+            inputs = encode_token_ids(
+                rows, index, pad_id=self.pad_token_id, padding_side=padding_side
+            )
+        else:
+            raise ValueError(
+                f"The dataset holds neither texts nor token ids, so model {self.model_id!r} "
+                "cannot run on it; pass texts or token ids."
+            )
+        return inputs.to(self.device)
+
+    @property
+    def pad_token_id(self) -> int:
+        tok = self.tokenizer
+        if tok is not None:
+            for attr in ("pad_token_id", "eos_token_id"):
+                value = getattr(tok, attr, None)
+                if value is not None:
+                    return int(value)
+        return 0
+
+    @abstractmethod
+    def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Run one forward pass and return ``{site: activation [B, T, ...]}`` (detached).
+
+        Active edits (from :meth:`intervene`) are applied during this pass.
+        """
+
+    # -- interventions ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def intervene(self, site: str, edit: EditFn) -> Iterator[None]:
+        """Replace the activation at ``site`` by ``edit(activation)`` for forward passes run
+        inside the ``with`` block. Edits stack in the order entered."""
+        site = self.resolve_site(site)
+        entry = (site, edit)
+        self._edits.append(entry)
+        try:
+            yield
+        finally:
+            self._edits.remove(entry)
+
+    def replace(self, site: str, value: torch.Tensor) -> contextlib.AbstractContextManager[None]:
+        """Replace the activation at ``site`` by a fixed tensor (broadcast to its shape)."""
+        return self.intervene(site, lambda act: value.to(act.dtype).expand_as(act))
+
+    @property
+    def active_edits(self) -> list[tuple[str, EditFn]]:
+        return list(self._edits)
+
+    # -- safety ------------------------------------------------------------------------------
+    @abstractmethod
+    def hook_count(self) -> int:
+        """Hooks currently registered on the model (0 whenever no pass is running)."""
