@@ -1,0 +1,6 @@
+"""Built-in analyses. Importing this package registers them."""
+
+from geomlens.analyses import activation_stats
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, RunContext, option
+
+__all__ = ["Analysis", "AnalysisConfig", "Batch", "RunContext", "activation_stats", "option"]

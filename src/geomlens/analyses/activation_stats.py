@@ -1,0 +1,112 @@
+"""activation-stats: per-site mean norm, per-dimension mean and variance, dead units.
+
+The simplest real analysis: it exercises the whole path (sites, batches, streaming moments,
+merge, result) and gives the first look at a model's activations. Statistics are over every
+real (non-padding) token, or over pooled examples when ``pooling`` is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.hooks.base import Adapter
+from geomlens.registry import register_analysis
+from geomlens.results import Result
+from geomlens.stats import StreamingMoments
+
+
+@dataclass
+class ActivationStatsConfig(AnalysisConfig):
+    site: str | list[str] | None = option(
+        None, "Site(s) to summarise; default: every blocks.{L}.hook_resid_post of the model."
+    )
+    pooling: str | None = option(
+        None, "None: every real token is a row; or 'mean' / 'last' / 'first' / 'span' per example."
+    )
+    dead_threshold: float = option(
+        0.0, "A unit is dead when its activation never exceeds this value on any row."
+    )
+
+
+@register_analysis("activation-stats", aliases=("activation_stats", "stats"))
+class ActivationStats(Analysis):
+    """Streaming per-dimension moments at each site."""
+
+    Config = ActivationStatsConfig
+    config: ActivationStatsConfig
+
+    def __init__(self, config: ActivationStatsConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.moments: dict[str, StreamingMoments] = {}
+        self.norm_sums: dict[str, float] = {}
+
+    def sites(self, adapter: Adapter) -> list[str]:
+        site = self.config.site
+        if site is None:
+            defaults = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
+            return defaults or adapter.sites()
+        return [site] if isinstance(site, str) else list(site)
+
+    def update(self, batch: Batch) -> None:
+        for site in self.sites(self.context.adapter):
+            if self.config.pooling is None:
+                rows = batch.tokens(site)
+            else:
+                rows = batch.pooled(site, self.config.pooling)
+            rows = rows.reshape(rows.shape[0], -1)
+            self.moments.setdefault(site, StreamingMoments()).update(rows)
+            norms = rows.to(torch.float64).norm(dim=1).sum().item()
+            self.norm_sums[site] = self.norm_sums.get(site, 0.0) + norms
+
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        assert isinstance(other, ActivationStats)
+        for site, moments in other.moments.items():
+            self.moments.setdefault(site, StreamingMoments()).merge(moments)
+            self.norm_sums[site] = self.norm_sums.get(site, 0.0) + other.norm_sums[site]
+
+    def finalize(self) -> Result:
+        if not self.moments:
+            raise ValueError("activation-stats saw no data; give at least one example.")
+        metrics: dict[str, float] = {}
+        rows: list[dict[str, Any]] = []
+        for site, moments in self.moments.items():
+            variance = moments.variance().cpu()
+            mean = moments.mean.cpu()
+            maximum = moments.maximum.cpu()
+            dead = maximum <= self.config.dead_threshold
+            metrics[f"{site}.mean_norm"] = self.norm_sums[site] / moments.count
+            metrics[f"{site}.dead_fraction"] = dead.double().mean().item()
+            metrics[f"{site}.mean_variance"] = variance.mean().item()
+            metrics[f"{site}.rows"] = float(moments.count)
+            rows.extend(
+                {"site": site, "dim": d, "mean": m, "variance": v, "max": x}
+                for d, (m, v, x) in enumerate(
+                    zip(mean.tolist(), variance.tolist(), maximum.tolist())
+                )
+            )
+        return Result(self.name, metrics=metrics, tables={"per_dimension": rows})
+
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        sites = [k[: -len(".mean_norm")] for k in result.metrics if k.endswith(".mean_norm")]
+        figure, (ax_norm, ax_var) = plt.subplots(1, 2, figsize=(10, 3.5))
+        positions = range(len(sites))
+        ax_norm.bar(positions, [result.metrics[f"{s}.mean_norm"] for s in sites])
+        ax_norm.set_ylabel("mean token norm")
+        ax_var.bar(positions, [result.metrics[f"{s}.mean_variance"] for s in sites])
+        ax_var.set_ylabel("mean per-dimension variance")
+        for ax in (ax_norm, ax_var):
+            ax.set_xticks(list(positions), sites, rotation=60, ha="right", fontsize=7)
+        figure.suptitle(f"activation-stats · {result.provenance.get('model_id', '')}")
+        figure.tight_layout()
+        return figure

@@ -1,0 +1,146 @@
+"""What an analysis is: a typed config, mergeable state, ``update`` per batch, ``finalize``.
+
+Parameters go in the constructor (as a Config dataclass or keyword overrides); state exists
+only after batches arrive. ``merge`` folds the state of another instance that saw disjoint data
+— the same code then runs data-parallel (each rank updates, states merge, one finalises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from geomlens.hooks.base import Adapter
+from geomlens.hooks.inputs import ModelInputs
+from geomlens.hooks.pooling import pool_tokens
+from geomlens.results import Result
+
+
+def option(default: Any, help: str, **kwargs: Any) -> Any:
+    """A config field with a description (shown by ``geomlens list --verbose`` and in docs)."""
+    if isinstance(default, (list, dict, set)):
+        return field(
+            default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs
+        )
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclass
+class AnalysisConfig:
+    """Base class of every analysis config. Subclasses add fields made with :func:`option`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def field_help(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+@dataclass
+class Batch:
+    """One batch as the analyses see it: activations at the requested sites, the model inputs
+    (masks, span) and the dataset columns of its rows."""
+
+    activations: dict[str, torch.Tensor]
+    inputs: ModelInputs
+    columns: dict[str, np.ndarray]
+
+    @property
+    def attention_mask(self) -> torch.Tensor:
+        return self.inputs.attention_mask
+
+    @property
+    def index(self) -> np.ndarray:
+        return self.inputs.index
+
+    def __len__(self) -> int:
+        return self.inputs.batch_size
+
+    def pooled(self, site: str, how: str = "mean") -> torch.Tensor:
+        """``[B, d]``: the activation at ``site`` pooled over tokens (see ``pool_tokens``)."""
+        return pool_tokens(self.activations[site], self.attention_mask, how, self.inputs.span_mask)
+
+    def tokens(self, site: str) -> torch.Tensor:
+        """``[n_real_tokens, d]``: every real (non-padding) token's activation at ``site``."""
+        activation = self.activations[site]
+        mask = self.attention_mask.to(activation.device).bool()
+        return activation[mask]
+
+
+@dataclass
+class RunContext:
+    """What an analysis may know about the run before the first batch."""
+
+    adapter: Adapter
+    num_examples: int
+    seed: int = 0
+    columns: tuple[str, ...] = ()
+
+
+class Analysis(ABC):
+    """Base class of analyses. Register subclasses with ``@register_analysis("name")``."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[AnalysisConfig]] = AnalysisConfig
+
+    def __init__(self, config: AnalysisConfig | None = None, **overrides: Any) -> None:
+        if config is None:
+            valid = {f.name for f in dataclasses.fields(self.Config)}
+            unknown = sorted(set(overrides) - valid)
+            if unknown:
+                raise ValueError(
+                    f"Analysis {self.name!r} has no option {', '.join(map(repr, unknown))}; its "
+                    f"options are {sorted(valid) or 'none'}."
+                )
+            config = self.Config(**overrides)
+        elif overrides:
+            config = dataclasses.replace(config, **overrides)
+        if not isinstance(config, self.Config):
+            raise TypeError(
+                f"Analysis {self.name!r} takes a {self.Config.__name__}, got {type(config).__name__}."
+            )
+        self.config = config
+        self.context: RunContext | None = None
+
+    # -- the protocol ----------------------------------------------------------------------
+    @abstractmethod
+    def sites(self, adapter: Adapter) -> list[str]:
+        """Canonical sites this analysis needs from ``adapter`` (resolved, in forward order)."""
+
+    def required_columns(self) -> tuple[str, ...]:
+        """Dataset columns the analysis reads (checked before the first forward pass)."""
+        return ()
+
+    def setup(self, context: RunContext) -> None:
+        """Called once before the first batch."""
+        self.context = context
+
+    @abstractmethod
+    def update(self, batch: Batch) -> None:
+        """Fold one batch into the state. Must not keep references to the batch's tensors."""
+
+    @abstractmethod
+    def merge(self, other: Analysis) -> None:
+        """Fold the state of ``other`` (same config, disjoint data) into this one."""
+
+    @abstractmethod
+    def finalize(self) -> Result:
+        """Metrics and tables from the state (the engine adds config and provenance)."""
+
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        """A matplotlib figure of ``result``; analyses that have one override this."""
+        raise NotImplementedError(f"Analysis {cls.name!r} has no plot.")
+
+    def _check_mergeable(self, other: Analysis) -> None:
+        if type(other) is not type(self) or other.config != self.config:
+            raise ValueError(
+                f"Can only merge {self.name!r} states with the same config; got "
+                f"{type(other).__name__} with {getattr(other, 'config', None)!r}."
+            )

@@ -1,0 +1,20 @@
+"""The analysis registry: built-ins register on import, plugins through entry points."""
+
+from geomlens.registry.analyses import (
+    ANALYSES,
+    ENTRY_POINT_GROUP,
+    analysis_class,
+    list_analyses,
+    register_analysis,
+)
+from geomlens.registry.registry import Registry, UnknownNameError
+
+__all__ = [
+    "ANALYSES",
+    "ENTRY_POINT_GROUP",
+    "Registry",
+    "UnknownNameError",
+    "analysis_class",
+    "list_analyses",
+    "register_analysis",
+]

@@ -1,0 +1,108 @@
+"""A small generic registry: names and aliases, lazy entry points, errors that list what exists.
+
+Modelled on lm-evaluation-harness's ``api/registry.py``. Third-party packages add entries
+through the entry-point group given to the registry; each entry point names an object (a class,
+or a module whose import registers classes) and is loaded only when a lookup needs it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownNameError(KeyError, ValueError):
+    """Lookup of a name nobody registered; the message lists the available names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    """Maps canonical names (and aliases) to registered objects of one kind."""
+
+    def __init__(self, kind: str, entry_point_group: str | None = None) -> None:
+        self.kind = kind
+        self.entry_point_group = entry_point_group
+        self._entries: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+        self._entry_points_loaded = False
+        self.load_errors: dict[str, str] = {}
+
+    def register(
+        self, name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
+    ) -> Callable[[T], T]:
+        """Decorator registering an object under ``name`` and its ``aliases``."""
+
+        def decorate(obj: T) -> T:
+            self.add(name, obj, aliases=aliases, replace=replace)
+            return obj
+
+        return decorate
+
+    def add(
+        self, name: str, obj: T, *, aliases: tuple[str, ...] = (), replace: bool = False
+    ) -> None:
+        for key in (name, *aliases):
+            if not key or key != key.strip():
+                raise ValueError(
+                    f"Invalid {self.kind} name {key!r}: use a non-empty name without spaces around it."
+                )
+            owner = self._aliases.get(key, key if key in self._entries else None)
+            if owner is not None and not replace and self._entries.get(owner) is not obj:
+                raise ValueError(
+                    f"{self.kind.capitalize()} name {key!r} is already registered (by "
+                    f"{self._entries[owner]!r}); pick another name or pass replace=True."
+                )
+        self._entries[name] = obj
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded or self.entry_point_group is None:
+            return
+        self._entry_points_loaded = True
+        for entry_point in importlib.metadata.entry_points(group=self.entry_point_group):
+            try:
+                loaded = entry_point.load()
+            except Exception as error:  # a broken plugin must not break the others
+                self.load_errors[entry_point.name] = f"{type(error).__name__}: {error}"
+                continue
+            # An entry point may name the object itself (not yet registered) or a module whose
+            # import registered it; only the former needs adding.
+            if entry_point.name not in self and not isinstance(loaded, type(importlib)):
+                self.add(entry_point.name, loaded)
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._entries)
+
+    def aliases(self) -> dict[str, str]:
+        self._load_entry_points()
+        return dict(self._aliases)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self._aliases
+
+    def get(self, name: str) -> T:
+        if name not in self:
+            self._load_entry_points()
+        canonical = self._aliases.get(name, name)
+        if canonical in self._entries:
+            return self._entries[canonical]
+        available = self.names() + sorted(self._aliases)
+        nearest = difflib.get_close_matches(name, available, n=1)
+        hint = f" Did you mean {nearest[0]!r}?" if nearest else ""
+        broken = ""
+        if self.load_errors:
+            broken = " Plugins that failed to load: " + "; ".join(
+                f"{n} ({e})" for n, e in sorted(self.load_errors.items())
+            )
+        raise UnknownNameError(
+            f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names()) or 'none'}."
+            + broken
+        )

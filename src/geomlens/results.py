@@ -1,0 +1,166 @@
+"""What an analysis returns: flat metrics, tables, the config used and provenance.
+
+A Result round-trips through JSON (written atomically: a temporary file in the same folder,
+then ``os.replace``) so a crash never leaves a half-written file where a result was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+
+def _plain(value: Any) -> Any:
+    """Convert numpy / torch scalars and arrays to JSON-ready Python values."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()] if value.ndim else _plain(value.item())
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
+    """Save a matplotlib figure atomically (format taken from the suffix of ``path``)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        figure.savefig(tmp, **savefig_kwargs)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@dataclass
+class Result:
+    """The outcome of one analysis run.
+
+    ``metrics`` is flat (name → number); ``tables`` map a name to a list of rows (dicts);
+    ``provenance`` holds model id, backend, sites, seed, library versions and timing.
+    """
+
+    analysis: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, metric: str) -> float:
+        try:
+            return self.metrics[metric]
+        except KeyError:
+            raise KeyError(
+                f"Result of {self.analysis!r} has no metric {metric!r}; it has "
+                f"{sorted(self.metrics)}."
+            ) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "analysis": self.analysis,
+            "metrics": _plain(self.metrics),
+            "tables": _plain(self.tables),
+            "config": _plain(self.config),
+            "provenance": _plain(self.provenance),
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int = 2) -> str:
+        """Serialise; with ``path``, also write the file atomically. Returns the JSON text."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            atomic_write_text(path, text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        if "analysis" not in data:
+            raise ValueError("Not a geomlens result: the JSON has no 'analysis' field.")
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"This result was written by a newer geomlens (schema {version}); upgrade geomlens "
+                f"to read it (this one reads schema ≤ {SCHEMA_VERSION})."
+            )
+        metrics = {
+            k: (
+                float(v)
+                if v not in (None, "inf", "-inf")
+                else {None: math.nan, "inf": math.inf, "-inf": -math.inf}[v]
+            )
+            for k, v in data.get("metrics", {}).items()
+        }
+        return cls(
+            analysis=data["analysis"],
+            metrics=metrics,
+            tables=data.get("tables", {}),
+            config=data.get("config", {}),
+            provenance=data.get("provenance", {}),
+        )
+
+    @classmethod
+    def from_json(cls, path_or_text: str | os.PathLike[str]) -> Result:
+        """Read a result from a file path (or from JSON text)."""
+        text = str(path_or_text)
+        if not text.lstrip().startswith("{"):
+            text = Path(path_or_text).read_text(encoding="utf-8")
+        return cls.from_dict(json.loads(text))
+
+    def to_frame(self, table: str | None = None) -> Any:
+        """A pandas DataFrame: the metrics (one row per metric) or the named table."""
+        import pandas as pd
+
+        if table is None:
+            return pd.DataFrame(
+                {"metric": list(self.metrics), "value": list(self.metrics.values())}
+            )
+        if table not in self.tables:
+            raise KeyError(f"Result has no table {table!r}; tables: {sorted(self.tables)}.")
+        return pd.DataFrame(self.tables[table])
+
+    def plot(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
+        """Draw the analysis's figure (each analysis defines it); save atomically if ``path``."""
+        from geomlens.registry import analysis_class
+
+        figure = analysis_class(self.analysis).plot(self, **kwargs)
+        if path is not None:
+            atomic_save_figure(figure, path, dpi=kwargs.get("dpi", 120), bbox_inches="tight")
+        return figure

@@ -1,0 +1,505 @@
+"""Semantic resolution: expected accuracy of the similarity and identification tests.
+
+SPEC §1.1–1.2 (paper: "Bound by semanticity"). A probe p and n candidates are drawn
+independently from ν; the Luce rule chooses candidate i with probability
+D_i = g(x_i, p) / Σ_k g(x_k, p) (uniformly when every g is 0). The similarity test scores
+the candidate closest to p, the identification test a candidate that is a copy of p.
+p_S^n and p_I^n are the expected D_correct.
+
+This module holds
+
+* the closed forms for constant similarity (g = 1 inside the ball d < ε, Δ outside), which
+  depend on the space only through the ball measure b_p(ε) (see :mod:`geomlens.theory.balls`),
+* the fronts they trace in the (p_S, p_I) plane, the front's regimes and optimum, the 1/n
+  collapse and the non-monotone p_S^n in n,
+* Proposition 1 (linear decay on the circle),
+* :func:`evaluate`, the exact / Monte-Carlo accuracy of any finite stimulus set under any
+  similarity matrix; the analyses use it to turn a measured similarity matrix into p_S, p_I.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import reduce
+from typing import Literal, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import minimize_scalar
+from scipy.stats import binom
+
+__all__ = [
+    "Accuracy",
+    "CandidateProfile",
+    "Front",
+    "FrontPosition",
+    "REGIMES",
+    "candidate_profile",
+    "evaluate",
+    "identification_asymptote",
+    "linear_decay_circle",
+    "linear_decay_front",
+    "nearest_on_front",
+    "p_identification",
+    "p_similarity",
+    "pareto_front",
+    "regime",
+    "similarity_optimum",
+    "similarity_turning_points",
+]
+
+# The three regimes of the universal front (SPEC §1.2), from fine to coarse resolution.
+REGIMES = ("identification", "trade-off", "interference")
+# On the n = 2 front dp_I/dp_S = −1 / (2 (1 − 2b)) whatever Δ (Theorem 2), so the regime
+# boundaries are Δ-free: below b = 1/4 a unit of p_I buys more than a unit of p_S
+# (identification is nearly free to keep); at b = 1/2 p_S peaks, and beyond it both fall.
+_TRADE_OFF_START = 0.25
+_INTERFERENCE_START = 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks
+
+
+def _ball_measure(b: ArrayLike) -> np.ndarray:
+    b = np.asarray(b, dtype=float)
+    if not np.all((b >= 0) & (b <= 1)):
+        raise ValueError(f"b must be a ball measure in [0, 1]; got {b}")
+    return b
+
+
+def _candidates(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (the number of candidates); got {n!r}")
+    return int(n)
+
+
+def _noise(delta: ArrayLike) -> np.ndarray:
+    delta = np.asarray(delta, dtype=float)
+    if not np.all((delta >= 0) & (delta <= 1)):
+        raise ValueError(f"delta must be a noise level in [0, 1]; got {delta}")
+    return delta
+
+
+def _scalar_or_array(x: np.ndarray) -> np.ndarray | float:
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def _expectation_over_probes(
+    values: np.ndarray, heterogeneous: bool, weights: ArrayLike | None
+) -> np.ndarray | float:
+    if not heterogeneous:
+        if weights is not None:
+            raise ValueError("weights are the probe weights of b samples: pass heterogeneous=True")
+        return _scalar_or_array(values)
+    if values.size == 0:
+        raise ValueError("heterogeneous=True needs at least one sample of b_p")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != values.shape or np.any(weights < 0) or not weights.sum() > 0:
+            raise ValueError(
+                f"weights must be non-negative, of the shape of b {values.shape}, "
+                "with a positive sum"
+            )
+    return float(np.average(values, weights=weights))
+
+
+# --------------------------------------------------------------------------------------------
+# Constant similarity: Theorems 1–3 (SPEC §1.2)
+
+
+def p_similarity(
+    b: ArrayLike,
+    n: int = 2,
+    delta: ArrayLike = 0.0,
+    *,
+    heterogeneous: bool = False,
+    weights: ArrayLike | None = None,
+) -> np.ndarray | float:
+    """Expected accuracy p_S^n of the n-candidate similarity test, constant similarity.
+
+    SPEC §1.2, Theorems 1–3. With K' ~ Binomial(n, b_p) candidates inside the probe's ball,
+    the closest candidate is one of them and gets 1 / (K' + (n − K') Δ); with K' = 0 every
+    candidate has the same similarity and the closest gets 1/n:
+    p_S^n = E[1{K' ≥ 1} / (K' + (n − K') Δ) + 1{K' = 0} / n]. For n = 2 this is
+    1/2 + (1 − Δ)/(1 + Δ) (b − b²) (Theorem 2), and Theorem 1 at Δ = 0.
+
+    Args:
+        b: ball measure b(ε) ∈ [0, 1]; a float or an array (elementwise, homogeneous space),
+            or with ``heterogeneous=True`` samples of b_p over probes p ~ ν.
+        n: number of candidates (≥ 1).
+        delta: similarity outside the ball, Δ ∈ [0, 1]; broadcasts against b unless
+            ``heterogeneous``.
+        heterogeneous: treat ``b`` as samples of b_p and return the expectation over them
+            (so that Var(b) enters, Theorem 1).
+        weights: probe weights of the samples (heterogeneous only; uniform by default).
+
+    Returns:
+        A float for a scalar b or a heterogeneous expectation, else an array like b.
+    """
+    b, n, delta = _ball_measure(b), _candidates(n), _noise(delta)
+    if heterogeneous and delta.ndim:
+        raise ValueError("with heterogeneous=True delta must be a scalar")
+    inside = np.arange(n + 1)
+    # Every candidate inside the ball is closer than every one outside; ties among the
+    # closest share the same similarity, so which of them counts does not matter.
+    denom = inside + (n - inside) * delta[..., None]
+    share = np.divide(1.0, denom, out=np.full(denom.shape, 1.0 / n), where=inside > 0)
+    share[..., 0] = 1.0 / n
+    values = (binom.pmf(inside, n, b[..., None]) * share).sum(axis=-1)
+    return _expectation_over_probes(values, heterogeneous, weights)
+
+
+def p_identification(
+    b: ArrayLike,
+    n: int = 2,
+    delta: ArrayLike = 0.0,
+    *,
+    heterogeneous: bool = False,
+    weights: ArrayLike | None = None,
+) -> np.ndarray | float:
+    """Expected accuracy p_I^n of the n-candidate identification test, constant similarity.
+
+    SPEC §1.2, Theorems 1–3. The target (a copy of the probe) has similarity 1 and
+    K ~ Binomial(n − 1, b_p) distractors fall inside the ball:
+    p_I^n = E[1 / (1 + K + (n − 1 − K) Δ)]. At Δ = 0 this is (1 − (1 − b)^n) / (n b)
+    (→ 1 as b → 0, ≈ 1/(n b) for large n); for n = 2, (2 − (1 − Δ) b) / (2 (1 + Δ)).
+
+    Arguments and return value as in :func:`p_similarity`.
+    """
+    b, n, delta = _ball_measure(b), _candidates(n), _noise(delta)
+    if heterogeneous and delta.ndim:
+        raise ValueError("with heterogeneous=True delta must be a scalar")
+    inside = np.arange(n)
+    share = 1.0 / (1.0 + inside + (n - 1 - inside) * delta[..., None])
+    values = (binom.pmf(inside, n - 1, b[..., None]) * share).sum(axis=-1)
+    return _expectation_over_probes(values, heterogeneous, weights)
+
+
+def identification_asymptote(b: ArrayLike, n: int, delta: ArrayLike = 0.0) -> np.ndarray | float:
+    """The 1/n collapse: p_I^n ≈ 1 / (n (b + (1 − b) Δ)) for large n (SPEC §1.2, Theorem 3).
+
+    The n − 1 distractors add about n times the mean similarity b + (1 − b) Δ to the
+    denominator of the Luce rule; at Δ = 0 this is the paper's 1/(n b).
+    """
+    b, n, delta = _ball_measure(b), _candidates(n), _noise(delta)
+    mean_similarity = b + (1.0 - b) * delta
+    with np.errstate(divide="ignore"):
+        return _scalar_or_array(1.0 / (n * mean_similarity))
+
+
+class CandidateProfile(NamedTuple):
+    """p_S^n and p_I^n for n = 1, 2, … at a fixed homogeneous b."""
+
+    n: np.ndarray
+    p_s: np.ndarray
+    p_i: np.ndarray
+
+
+def candidate_profile(b: float, n_max: int, delta: float = 0.0) -> CandidateProfile:
+    """p_S^n and p_I^n for every n in 1..n_max (SPEC §1.2, Theorem 3)."""
+    ns = np.arange(1, _candidates(n_max) + 1)
+    p_s = np.array([p_similarity(b, int(k), delta) for k in ns])
+    p_i = np.array([p_identification(b, int(k), delta) for k in ns])
+    return CandidateProfile(ns, p_s, p_i)
+
+
+def similarity_turning_points(b: float, n_max: int, delta: float = 0.0) -> tuple[int, ...]:
+    """The n ≤ n_max at which p_S^n turns (a local minimum or maximum in n).
+
+    SPEC §1.2: for small b, p_S^n is not monotone in n. Adding candidates first hurts (more
+    chances to split the choice among far candidates); once n b ~ 1 a candidate usually falls
+    inside the ball and is chosen outright, so p_S^n rises to a maximum near n ~ 1/b, after
+    which several candidates share the ball and p_S^n falls like 1/(n b). For b = 0.01 the
+    turning points are a minimum at n = 11 and a maximum at n = 148.
+    """
+    p_s = candidate_profile(b, n_max, delta).p_s
+    step = np.sign(np.diff(p_s))
+    turns = np.nonzero(step[1:] * step[:-1] < 0)[0] + 2
+    return tuple(int(t) for t in turns)
+
+
+# --------------------------------------------------------------------------------------------
+# Fronts in the (p_S, p_I) plane
+
+
+class Front(NamedTuple):
+    """A curve {(p_S(b), p_I(b))} traced by the ball measure b ∈ [0, 1]."""
+
+    b: np.ndarray
+    p_s: np.ndarray
+    p_i: np.ndarray
+
+
+class FrontPosition(NamedTuple):
+    """The point of a front nearest to a measured (p_S, p_I), and how far it is."""
+
+    b: np.ndarray | float
+    p_s: np.ndarray | float
+    p_i: np.ndarray | float
+    distance: np.ndarray | float
+
+
+def pareto_front(num: int = 201, *, n: int = 2, delta: float = 0.0) -> Front:
+    """The universal front {(p_S^n(b), p_I^n(b)) : b ∈ [0, 1]} of homogeneous spaces.
+
+    SPEC §1.2, Theorems 1–2: with Var(b) = 0 both accuracies depend on b alone, whatever
+    the space and ν. ``num`` points, evenly spaced in b.
+    """
+    if not isinstance(num, (int, np.integer)) or num < 2:
+        raise ValueError(f"num must be an integer >= 2 (points on the front); got {num!r}")
+    b = np.linspace(0.0, 1.0, num)
+    return Front(b, p_similarity(b, n, delta), p_identification(b, n, delta))
+
+
+def similarity_optimum(n: int = 2, delta: float = 0.0) -> FrontPosition:
+    """The ball measure b* that maximises p_S^n, with p_S^n(b*) and p_I^n(b*).
+
+    SPEC §1.2: for n = 2, b* = 1/2 and p_S = 1/2 + (1 − Δ)/(4 (1 + Δ)) (3/4 at Δ = 0).
+    Found numerically so that it holds for any n; ``distance`` is 0.
+    """
+    n, delta = _candidates(n), float(_noise(delta))
+    best = minimize_scalar(
+        lambda b: -p_similarity(b, n, delta), bounds=(0.0, 1.0), method="bounded",
+        options={"xatol": 1e-10},
+    )
+    b = float(best.x)
+    return FrontPosition(b, p_similarity(b, n, delta), p_identification(b, n, delta), 0.0)
+
+
+def regime(b: ArrayLike) -> str | np.ndarray:
+    """Which regime of the n = 2 front a ball measure b lies in (SPEC §1.2).
+
+    * ``"identification"`` (b < 1/4): fine resolution, p_I near 1, p_S near chance; here the
+      front's slope is shallower than −1, so generalisation costs little identification.
+    * ``"trade-off"`` (1/4 ≤ b ≤ 1/2): gains in p_S cost more than they bring in p_I, up
+      to the optimum p_S at b = 1/2.
+    * ``"interference"`` (b > 1/2): coarse resolution, both accuracies fall (to 1/2 at b = 1).
+
+    The boundaries do not depend on Δ (see the module constants).
+    """
+    b = _ball_measure(b)
+    labels = np.select(
+        [b < _TRADE_OFF_START, b <= _INTERFERENCE_START], REGIMES[:2], default=REGIMES[2]
+    )
+    return str(labels) if labels.ndim == 0 else labels
+
+
+def nearest_on_front(p_s: ArrayLike, p_i: ArrayLike, front: Front) -> FrontPosition:
+    """Euclidean distance in the (p_S, p_I) plane from measured points to a front.
+
+    The front is taken as the polyline through its points (use a few hundred points or
+    more); returns the nearest point, its interpolated b, and the distance.
+    """
+    points = np.stack(np.broadcast_arrays(np.asarray(p_s, float), np.asarray(p_i, float)), -1)
+    start = np.stack([front.p_s[:-1], front.p_i[:-1]], -1)
+    step = np.stack([np.diff(front.p_s), np.diff(front.p_i)], -1)
+    length2 = np.maximum((step**2).sum(-1), np.finfo(float).tiny)
+    offset = points[..., None, :] - start
+    along = np.clip((offset * step).sum(-1) / length2, 0.0, 1.0)
+    gap = np.linalg.norm(offset - along[..., None] * step, axis=-1)
+    seg = np.argmin(gap, axis=-1)
+    t = np.take_along_axis(along, seg[..., None], -1)[..., 0]
+    nearest = start[seg] + t[..., None] * step[seg]
+    b = front.b[seg] + t * np.diff(front.b)[seg]
+    distance = np.take_along_axis(gap, seg[..., None], -1)[..., 0]
+    return FrontPosition(
+        *(_scalar_or_array(x) for x in (b, nearest[..., 0], nearest[..., 1], distance))
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Proposition 1: linear decay on the circle
+
+
+def linear_decay_circle(b: ArrayLike) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """(p_S, p_I) for g(d) = max(0, 1 − d/ε) on the circle of circumference 1 (Proposition 1).
+
+    Uniform ν, geodesic d ∈ [0, 1/2], b = 2ε ∈ [0, 1]:
+    p_S = 1/2 + b − (3/2 − ln 2) b² and p_I = 1 − (1 − ln 2) b (both ln 2 at b = 1).
+    This is the front the toy ReLU network's trajectories are compared with (SPEC §1.3).
+    """
+    b = _ball_measure(b)
+    p_s = 0.5 + b - (1.5 - np.log(2.0)) * b**2
+    p_i = 1.0 - (1.0 - np.log(2.0)) * b
+    return _scalar_or_array(p_s), _scalar_or_array(p_i)
+
+
+def linear_decay_front(num: int = 201) -> Front:
+    """Proposition 1's curve {(p_S(b), p_I(b)) : b ∈ [0, 1]}, ``num`` points evenly in b."""
+    if not isinstance(num, (int, np.integer)) or num < 2:
+        raise ValueError(f"num must be an integer >= 2 (points on the front); got {num!r}")
+    b = np.linspace(0.0, 1.0, num)
+    return Front(b, *linear_decay_circle(b))
+
+
+# --------------------------------------------------------------------------------------------
+# Any finite stimulus set: exact enumeration or Monte Carlo
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """p_S^n and p_I^n of a finite stimulus set; unpacks as ``p_s, p_i = accuracy``.
+
+    ``se_s`` and ``se_i`` are Monte-Carlo standard errors (0 when ``exact``).
+    """
+
+    p_s: float
+    p_i: float
+    se_s: float
+    se_i: float
+    n: int
+    exact: bool
+
+    def __iter__(self):
+        return iter((self.p_s, self.p_i))
+
+
+# Elements per chunk of the exact enumeration and of the Monte-Carlo trials: bounds memory
+# (a few tens of MB) while keeping numpy's per-call overhead negligible.
+_CHUNK = 1 << 20
+
+
+def _luce_closest(similarity: list[np.ndarray], distance: list[np.ndarray]) -> np.ndarray:
+    """D_correct of the similarity test, one array per candidate (broadcastable).
+
+    When several candidates tie for closest, the correct answer is one of them at random,
+    so D_correct is the mean of their D_i. When every similarity is 0 the choice is uniform.
+    """
+    n = len(similarity)
+    total = reduce(np.add, similarity)
+    closest_d = reduce(np.minimum, distance)
+    closest = [d == closest_d for d in distance]
+    ties = reduce(np.add, [c.astype(float) for c in closest])
+    chosen = reduce(np.add, [g * c for g, c in zip(similarity, closest)])
+    return np.divide(chosen, ties * total, out=np.full(total.shape, 1.0 / n), where=total > 0)
+
+
+def _luce_target(target: np.ndarray, distractors: list[np.ndarray]) -> np.ndarray:
+    """D_1 of the identification test (target similarity first; uniform if all are 0)."""
+    total = reduce(np.add, distractors, target)
+    n = len(distractors) + 1
+    target = np.broadcast_to(target, total.shape)
+    return np.divide(target, total, out=np.full(total.shape, 1.0 / n), where=total > 0)
+
+
+def _exact(sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int) -> tuple[float, float]:
+    # Rows enumerate (probe, all candidates but the last); the last candidate is a full
+    # axis, so each chunk is a dense (rows, N) block and the weights factorise.
+    size = len(nu)
+
+    def rows(count: int):
+        step = max(1, _CHUNK // size)
+        for start in range(0, size**count, step):
+            flat = np.arange(start, min(start + step, size**count))
+            idx = np.unravel_index(flat, (size,) * count)
+            yield idx, reduce(np.multiply, [nu[i] for i in idx])[:, None] * nu
+
+    p_s = 0.0
+    for (probe, *first), weight in rows(n):
+        similarity = [sim[probe, x][:, None] for x in first] + [sim[probe]]
+        distance = [dist[probe, x][:, None] for x in first] + [dist[probe]]
+        p_s += float((weight * _luce_closest(similarity, distance)).sum())
+    p_i = 0.0
+    for (probe, *first), weight in rows(n - 1):
+        distractors = [sim[probe, x][:, None] for x in first] + [sim[probe]]
+        p_i += float((weight * _luce_target(sim[probe, probe][:, None], distractors)).sum())
+    return p_s, p_i
+
+
+def _monte_carlo(
+    sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int, samples: int,
+    rng: np.random.Generator,
+) -> tuple[float, float, float, float]:
+    size = len(nu)
+    sums = np.zeros(2)
+    squares = np.zeros(2)
+    step = max(1, _CHUNK // n)
+    for start in range(0, samples, step):
+        trials = min(step, samples - start)
+        probe = rng.choice(size, trials, p=nu)
+        cand = rng.choice(size, (n, trials), p=nu)
+        correct = _luce_closest([sim[probe, x] for x in cand], [dist[probe, x] for x in cand])
+        # The identification probe is a copy of the target; the target is drawn like the
+        # probe, and the distractors are fresh candidates.
+        target = _luce_target(sim[probe, probe], [sim[probe, x] for x in cand[1:]])
+        for k, d in enumerate((correct, target)):
+            sums[k] += d.sum()
+            squares[k] += (d**2).sum()
+    mean = sums / samples
+    var = np.maximum(squares / samples - mean**2, 0.0) * samples / max(samples - 1, 1)
+    se = np.sqrt(var / samples)
+    return float(mean[0]), float(mean[1]), float(se[0]), float(se[1])
+
+
+def evaluate(
+    distances: ArrayLike,
+    similarities: ArrayLike | Callable[[np.ndarray], ArrayLike],
+    n: int = 2,
+    *,
+    weights: ArrayLike | None = None,
+    method: Literal["auto", "exact", "monte_carlo"] = "auto",
+    samples: int = 200_000,
+    seed: int | np.random.Generator | None = 0,
+    max_exact: int = 30_000_000,
+) -> Accuracy:
+    """Expected p_S^n and p_I^n of a finite stimulus set under a given similarity (SPEC §1.1).
+
+    Probe and candidates are drawn independently from ν (with replacement, as in the theory:
+    a candidate may equal the probe or another candidate). D_correct is the expected Luce
+    probability, not a sampled choice. Ties: when several candidates are equally close to the
+    probe (exact equality of ``distances``; round them first if they carry float noise), the
+    correct answer is any of them at random, i.e. D_correct is the mean of their D_i. If
+    every similarity in a trial is 0 the choice is uniform (D = 1/n).
+
+    Args:
+        distances: (N, N) matrix, ``distances[p, x]`` = d(p, x), defining "closest".
+        similarities: (N, N) matrix with ``similarities[p, x]`` = g(x, p) ≥ 0 (row = probe,
+            column = candidate; the diagonal is the target's similarity in identification),
+            or a callable g applied elementwise to ``distances``.
+        n: number of candidates (≥ 1).
+        weights: ν over the N stimuli (uniform by default; normalised here).
+        method: ``"exact"`` enumerates every (probe, candidates) tuple, N^(n+1) of them
+            (O(N³) for n = 2); ``"monte_carlo"`` averages ``samples`` random trials;
+            ``"auto"`` is exact when N^(n+1) ≤ ``max_exact``.
+        samples: Monte-Carlo trials.
+        seed: seed or generator of the Monte-Carlo draws.
+        max_exact: the largest enumeration ``"auto"`` treats exactly.
+
+    Returns:
+        :class:`Accuracy`, which unpacks as ``(p_s, p_i)`` and carries standard errors.
+    """
+    dist = np.asarray(distances, dtype=float)
+    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] == 0:
+        raise ValueError(f"distances must be a square (N, N) matrix; got shape {dist.shape}")
+    if not np.all(np.isfinite(dist)) or np.any(dist < 0):
+        raise ValueError("distances must be finite and >= 0")
+    sim = np.asarray(similarities(dist) if callable(similarities) else similarities, float)
+    if sim.shape != dist.shape:
+        raise ValueError(f"similarities must have the shape of distances {dist.shape}")
+    if not np.all(np.isfinite(sim)) or np.any(sim < 0):
+        raise ValueError("similarities must be finite and >= 0 (the Luce rule needs g >= 0)")
+    n = _candidates(n)
+    size = dist.shape[0]
+    if weights is None:
+        nu = np.full(size, 1.0 / size)
+    else:
+        nu = np.asarray(weights, dtype=float)
+        if nu.shape != (size,) or np.any(nu < 0) or not nu.sum() > 0:
+            raise ValueError(
+                f"weights must be {size} non-negative numbers with a positive sum (the measure ν)"
+            )
+        nu = nu / nu.sum()
+    if method not in ("auto", "exact", "monte_carlo"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
+    if not isinstance(samples, (int, np.integer)) or samples < 2:
+        raise ValueError(f"samples must be an integer >= 2 (Monte-Carlo trials); got {samples!r}")
+    if n == 1:
+        # A single candidate is always the closest, and a lone target is always chosen.
+        return Accuracy(1.0, 1.0, 0.0, 0.0, n, True)
+    if method == "exact" or (method == "auto" and size ** (n + 1) <= max_exact):
+        p_s, p_i = _exact(sim, dist, nu, n)
+        return Accuracy(p_s, p_i, 0.0, 0.0, n, True)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return Accuracy(*_monte_carlo(sim, dist, nu, n, samples, rng), n, False)
