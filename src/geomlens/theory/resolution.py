@@ -146,7 +146,6 @@ def p_similarity(
     # closest share the same similarity, so which of them counts does not matter.
     denom = inside + (n - inside) * delta[..., None]
     share = np.divide(1.0, denom, out=np.full(denom.shape, 1.0 / n), where=inside > 0)
-    share[..., 0] = 1.0 / n
     values = (binom.pmf(inside, n, b[..., None]) * share).sum(axis=-1)
     return _expectation_over_probes(values, heterogeneous, weights)
 
@@ -261,7 +260,9 @@ def similarity_optimum(n: int = 2, delta: float = 0.0) -> FrontPosition:
     """
     n, delta = _candidates(n), float(_noise(delta))
     best = minimize_scalar(
-        lambda b: -p_similarity(b, n, delta), bounds=(0.0, 1.0), method="bounded",
+        lambda b: -p_similarity(b, n, delta),
+        bounds=(0.0, 1.0),
+        method="bounded",
         options={"xatol": 1e-10},
     )
     b = float(best.x)
@@ -409,7 +410,11 @@ def _exact(sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int) -> tuple[f
 
 
 def _monte_carlo(
-    sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int, samples: int,
+    sim: np.ndarray,
+    dist: np.ndarray,
+    nu: np.ndarray,
+    n: int,
+    samples: int,
     rng: np.random.Generator,
 ) -> tuple[float, float, float, float]:
     size = len(nu)
