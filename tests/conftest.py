@@ -1,0 +1,7 @@
+"""Suite-wide settings: never touch the network, draw figures off-screen."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")

@@ -1,0 +1,70 @@
+from dataclasses import dataclass
+
+import pytest
+
+import geomlens as gl
+from geomlens.analyses.base import Analysis, AnalysisConfig
+from geomlens.registry import Registry, UnknownNameError
+
+
+def test_lookup_by_name_and_alias():
+    registry: Registry[int] = Registry("widget")
+    registry.add("alpha", 1, aliases=("a",))
+    assert registry.get("alpha") == 1
+    assert registry.get("a") == 1
+    assert registry.names() == ["alpha"]
+
+
+def test_unknown_name_lists_available_and_nearest():
+    registry: Registry[int] = Registry("widget")
+    registry.add("similarity", 1)
+    registry.add("abstraction", 2)
+    with pytest.raises(UnknownNameError) as info:
+        registry.get("similarty")
+    message = str(info.value)
+    assert "Did you mean 'similarity'" in message
+    assert "abstraction" in message and "similarity" in message
+
+
+def test_duplicate_name_is_refused():
+    registry: Registry[object] = Registry("widget")
+    registry.add("x", object())
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add("x", object())
+
+
+def test_builtin_analysis_is_listed_and_unknown_errors_list_it():
+    assert "activation-stats" in gl.list_analyses()
+    assert gl.analysis_class("stats") is gl.analysis_class("activation-stats")
+    with pytest.raises(UnknownNameError, match="activation-stats"):
+        gl.analysis_class("no-such-analysis")
+
+
+def test_unknown_option_names_the_valid_ones():
+    with pytest.raises(ValueError, match="dead_threshold"):
+        gl.analysis_class("activation-stats")(not_an_option=1)
+
+
+def test_register_decorator_sets_name():
+    @dataclass
+    class Cfg(AnalysisConfig):
+        pass
+
+    @gl.register_analysis("test-only-registered")
+    class Thing(Analysis):
+        Config = Cfg
+
+        def sites(self, adapter):
+            return []
+
+        def update(self, batch):
+            pass
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name)
+
+    assert Thing.name == "test-only-registered"
+    assert gl.analysis_class("test-only-registered") is Thing

@@ -1,0 +1,67 @@
+import json
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+
+import geomlens as gl
+from geomlens.results import atomic_save_figure, atomic_write_text
+
+
+def make_result():
+    return gl.Result(
+        "activation-stats",
+        metrics={"a": 1.5, "b": math.inf, "c": math.nan},
+        tables={"rows": [{"x": 1, "y": 2.0}, {"x": 2, "y": 3.0}]},
+        config={"site": "blocks.0.hook_resid_post"},
+        provenance={"model_id": "m", "backend": "recorded"},
+    )
+
+
+def test_json_round_trip(tmp_path):
+    path = tmp_path / "sub" / "r.json"
+    make_result().to_json(path)
+    back = gl.Result.from_json(path)
+    assert (
+        back.metrics["a"] == 1.5 and back.metrics["b"] == math.inf and math.isnan(back.metrics["c"])
+    )
+    assert back.tables == make_result().tables
+    assert back.provenance["backend"] == "recorded"
+    json.loads(path.read_text())  # strict JSON, no NaN literals
+
+
+def test_to_frame():
+    result = make_result()
+    assert list(result.to_frame()["metric"]) == ["a", "b", "c"]
+    assert result.to_frame("rows")["y"].tolist() == [2.0, 3.0]
+    with pytest.raises(KeyError, match="rows"):
+        result.to_frame("nope")
+
+
+def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
+    path = tmp_path / "r.json"
+    atomic_write_text(path, "old")
+    result = gl.Result("x", metrics={"a": 1.0}, config={"bad": object()})
+    with pytest.raises(TypeError):
+        result.to_json(path)
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_failed_figure_save_leaves_nothing(tmp_path):
+    figure = plt.figure()
+    with pytest.raises(ValueError):
+        atomic_save_figure(figure, tmp_path / "f.notaformat")
+    assert list(tmp_path.iterdir()) == []
+    atomic_save_figure(figure, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_newer_schema_is_refused():
+    with pytest.raises(ValueError, match="newer geomlens"):
+        gl.Result.from_dict({"analysis": "x", "schema_version": 999})
+
+
+def test_missing_metric_message():
+    with pytest.raises(KeyError, match="has no metric 'zz'"):
+        make_result()["zz"]
