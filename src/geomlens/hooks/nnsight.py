@@ -1,0 +1,353 @@
+"""The nnsight backend: canonical sites read from any Hugging Face model in one nnsight trace.
+
+Where each site lives comes from the architecture tables in :mod:`geomlens.hooks.architectures`.
+A capture opens one trace, reads every needed module output / input in forward order (applying
+active edits as it goes), and stops the model after the last one.
+
+nnsight 0.8 instruments a module by installing a controller as the instance's ``forward`` and
+leaves it there for good. So a plain module handed to :class:`NNsightAdapter` is never wrapped
+itself: the adapter wraps a structural twin that shares the module's parameter and buffer tensors
+(no weights are copied), and the user's module keeps its own ``forward``, hooks and attributes.
+An nnsight model (``NNsight``, ``TransformersModel``, ``LanguageModel``) is already instrumented,
+so its module is used directly.
+
+Traces run on a plain ``NNsight`` envoy with geomlens's own token ids, attention mask and position
+ids: a ``TransformersModel``'s input processing (which re-pads and derives positions itself) is
+bypassed, as is any default ``.edit()`` stored on the wrapper.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import itertools
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from nnsight import NNsight
+from nnsight.intervention.envoy import Envoy
+
+from geomlens.hooks.architectures import (
+    ArchitectureTable,
+    Port,
+    discover_table,
+    table_for_config,
+    table_named,
+)
+from geomlens.hooks.base import EMBED_SITE, Adapter, EditFn, count_torch_hooks
+from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
+
+NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
+
+
+@dataclass
+class _Location:
+    """One module output or input read during a capture, and the sites it holds (in order)."""
+
+    path: str
+    port: Port
+    tuple_index: int
+    sites: list[str] = field(default_factory=list)
+
+
+def _twin_sharing_weights(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``module``'s structure whose parameters and buffers are the original tensors."""
+    shared = itertools.chain(module.parameters(), module.buffers())
+    return copy.deepcopy(module, memo={id(tensor): tensor for tensor in shared})
+
+
+def _traceable(model: Any) -> tuple[torch.nn.Module, Envoy | None]:
+    """The torch module to trace, and the envoy to trace it with when the model brings one.
+
+    A plain module gets a weight-sharing twin (so the module itself is never instrumented). An
+    envoy whose trace hands inputs straight to its module (``NNsight``) is used as it is; one
+    that processes inputs itself (``TransformersModel``) is bypassed for a fresh envoy.
+    """
+    if isinstance(model, Envoy):
+        if getattr(model, "dispatched", True) is False:
+            model.dispatch()  # a TransformersModel built lazily on the meta device
+        passes_inputs_through = type(model)._batch is Envoy._batch
+        return model._module, model if passes_inputs_through else None
+    if isinstance(model, torch.nn.Module):
+        return _twin_sharing_weights(model), None
+    raise TypeError(
+        f"NNsightAdapter takes an nnsight model or a torch module, not a {type(model).__name__}."
+    )
+
+
+def _path_in(root: torch.nn.Module, target: torch.nn.Module) -> str:
+    for name, module in root.named_modules():
+        if module is target:
+            return name
+    raise ValueError(f"{type(target).__name__} is not a submodule of {type(root).__name__}.")
+
+
+def _join(*parts: str) -> str:
+    return ".".join(p for p in parts if p)
+
+
+class NNsightAdapter(Adapter):
+    """A Hugging Face (or other torch) model read through nnsight at the canonical sites.
+
+    ``model``: an ``nnsight.NNsight`` / ``TransformersModel`` / ``LanguageModel``, or a plain
+    ``PreTrainedModel`` / torch module (left exactly as it was; see the module docstring).
+    ``architecture``: a family or ``model_type`` name (``"llama"``) or an
+    :class:`~geomlens.hooks.architectures.ArchitectureTable`; by default chosen from
+    ``config.model_type``, falling back to a discovered layer list (resid_pre / resid_post only).
+    """
+
+    backend = "nnsight"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        tokenizer: Any = None,
+        model_id: str | None = None,
+        architecture: str | ArchitectureTable | None = None,
+    ) -> None:
+        self._module, envoy = _traceable(model)
+        self._tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
+        self.config = getattr(self._module, "config", None)
+        super().__init__(
+            model_id or getattr(self.config, "name_or_path", None) or type(self._module).__name__
+        )
+        self._envoy = envoy if envoy is not None else _quiet_envoy(self._module)
+
+        base = getattr(self._module, "base_model", self._module)
+        self._base_path = _path_in(self._module, base)
+        if isinstance(architecture, ArchitectureTable):
+            self.table = architecture
+        elif architecture is not None:
+            self.table = table_named(architecture)
+        else:
+            self.table = table_for_config(self.config) or discover_table(base, self.config)
+        self._n_layers = len(self._submodule(_join(self._base_path, self.table.layers)))
+        self._sites = self._offered_sites()
+        for site in self._sites[: 1 + len(self.table.block)]:  # hook_embed and block 0
+            self._submodule(self._site_path(site))
+        # Hooks the model already carried (transformers installs output-recording hooks of its
+        # own, for good, the first time hidden states are asked for) are not ours to count.
+        self._foreign_hooks = count_torch_hooks(self._module)
+
+    # -- what the model offers ---------------------------------------------------------------
+    @property
+    def model(self) -> torch.nn.Module:
+        """The torch module traced (a weight-sharing twin of a plain module handed in)."""
+        return self._module
+
+    @property
+    def n_layers(self) -> int:
+        return self._n_layers
+
+    @property
+    def device(self) -> torch.device:
+        first = next(itertools.chain(self._module.parameters(), self._module.buffers()), None)
+        return first.device if first is not None else torch.device("cpu")
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def sites(self) -> list[str]:
+        return list(self._sites)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "architecture": self.table.family,
+            "numerics": NUMERICS,
+            "model_class": type(self._module).__name__,
+        }
+
+    def _offered_sites(self) -> list[str]:
+        sites = [EMBED_SITE] if self.table.embed is not None else []
+        per_block = self.table.block_sites(self.config)
+        for layer in range(self._n_layers):
+            sites.extend(f"blocks.{layer}.{name}" for name in per_block)
+        return sites
+
+    def _site_path(self, site: str) -> str:
+        relative, _ = self.table.locate(site)
+        return _join(self._base_path, relative)
+
+    def _submodule(self, path: str) -> torch.nn.Module:
+        try:
+            return self._module.get_submodule(path)
+        except AttributeError as error:
+            raise ValueError(
+                f"The {self.table.family!r} architecture table expects a module at {path!r}, "
+                f"which a {type(self._module).__name__} does not have; pass architecture= "
+                "with the right family."
+            ) from error
+
+    def _envoy_at(self, path: str) -> Envoy:
+        """The envoy of the module at a torch path.
+
+        nnsight serves ``.output`` / ``.input`` on every envoy, so a submodule *named* ``output``
+        (BERT has several) is mounted under ``Envoy.OVERLOAD_PREFIX + name`` instead.
+        """
+        envoy: Envoy = self._envoy
+        for part in filter(None, path.split(".")):
+            if inspect.isdatadescriptor(getattr(Envoy, part, None)):
+                part = Envoy.OVERLOAD_PREFIX + part
+            envoy = getattr(envoy, part)
+        return envoy
+
+    # -- the forward pass ----------------------------------------------------------------------
+    def _plan(self, sites: Sequence[str]) -> list[_Location]:
+        """The locations holding ``sites``, in forward order, each read once."""
+        order = {site: i for i, site in enumerate(self._sites)}
+        locations: dict[tuple[str, str, int], _Location] = {}
+        for site in sorted(set(sites), key=order.__getitem__):
+            _, read = self.table.locate(site)
+            key = (self._site_path(site), read.port, read.tuple_index)
+            locations.setdefault(key, _Location(*key)).sites.append(site)
+        return list(locations.values())
+
+    def _forward_kwargs(self, inputs: ModelInputs) -> dict[str, Any]:
+        if inputs.input_ids is None:
+            raise ValueError(
+                f"Model {self.model_id!r} needs token ids; this batch holds none (recorded data?)."
+            )
+        inputs = inputs.to(self.device)
+        accepted = inspect.signature(type(self._module).forward).parameters
+        kwargs: dict[str, Any] = {
+            "input_ids": inputs.input_ids,
+            "attention_mask": inputs.attention_mask.long(),
+        }
+        # Explicit positions, counted over real tokens: models with absolute positions otherwise
+        # number a left-padded example's tokens from the first pad.
+        if "position_ids" in accepted:
+            kwargs["position_ids"] = (
+                inputs.position_ids
+                if inputs.position_ids is not None
+                else position_ids_from_mask(inputs.attention_mask)
+            )
+        if "use_cache" in accepted:
+            kwargs["use_cache"] = False
+        return kwargs
+
+    def _visit(
+        self,
+        plan: list[_Location],
+        wanted: set[str],
+        edits: list[tuple[str, EditFn]],
+        captured: dict[str, torch.Tensor],
+    ) -> None:
+        """Run inside the trace: read each location as the model reaches it, edit, capture."""
+        for location in plan:
+            envoy = self._envoy_at(location.path)
+            value = envoy.output if location.port == "output" else envoy.input
+            is_tuple = location.port == "output" and isinstance(value, tuple)
+            original = value[location.tuple_index] if is_tuple else value
+            activation = original
+            for site in location.sites:
+                for edit_site, edit in edits:
+                    if edit_site == site:
+                        activation = _checked_edit(edit, activation, site)
+                if site in wanted:
+                    captured[site] = activation.detach().clone()
+            if activation is original:
+                continue
+            if location.port == "input":
+                envoy.input = activation
+            elif is_tuple:
+                i = location.tuple_index
+                envoy.output = (*value[:i], activation, *value[i + 1 :])
+            else:
+                envoy.output = activation
+
+    def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]:
+        wanted = [self.resolve_site(site) for site in dict.fromkeys(sites)]
+        edits = self.active_edits
+        plan = self._plan([*wanted, *(site for site, _ in edits)])
+        kwargs = self._forward_kwargs(inputs)
+        wanted_set = set(wanted)
+        captured: dict[str, torch.Tensor] = {}
+        modes = [(module, module.training) for module in self._module.modules()]
+        self._module.eval()
+        try:
+            with torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
+                self._visit(plan, wanted_set, edits, captured)
+                tracer.stop()  # nothing after the last site is needed (e.g. the LM head)
+        finally:
+            for module, training in modes:
+                module.training = training
+        return {site: captured[site] for site in wanted}
+
+    # -- safety ------------------------------------------------------------------------------
+    def hook_count(self) -> int:
+        """Torch hooks on the model beyond those it carried when attached (nnsight 0.8 itself
+        registers none; its controllers are module ``forward``s, inert outside a trace)."""
+        return count_torch_hooks(self._module) - self._foreign_hooks
+
+
+def _quiet_envoy(module: torch.nn.Module) -> NNsight:
+    with warnings.catch_warnings():
+        # nnsight warns that BERT's `output` submodules are reached as `E_output`; the adapter
+        # resolves paths with that rule (see `_envoy_at`).
+        warnings.simplefilter("ignore", UserWarning)
+        return NNsight(module)
+
+
+def _checked_edit(edit: EditFn, activation: torch.Tensor, site: str) -> torch.Tensor:
+    replaced = edit(activation)
+    if not isinstance(replaced, torch.Tensor) or replaced.shape != activation.shape:
+        shape = tuple(replaced.shape) if isinstance(replaced, torch.Tensor) else type(replaced)
+        raise ValueError(
+            f"An edit at {site!r} must return a tensor of shape {tuple(activation.shape)}; "
+            f"it returned {shape}."
+        )
+    return replaced
+
+
+def _is_decoder(config: Any) -> bool:
+    """Whether a checkpoint is a causal LM (loaded with its LM head) rather than an encoder."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    architectures = getattr(config, "architectures", None) or []
+    if architectures:
+        return any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures)
+    model_type = getattr(config, "model_type", None)
+    return (
+        model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    )
+
+
+def load_nnsight(
+    name_or_path: str | os.PathLike[str],
+    *,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> NNsightAdapter:
+    """Load a Hugging Face model and its tokenizer by hub name or local folder, for nnsight.
+
+    Decoders (a causal-LM architecture in the config) load with ``AutoModelForCausalLM``,
+    encoders such as BERT / MiniLM with ``AutoModel``. A local folder is read without any
+    network access; a hub name follows the usual Hugging Face cache and ``HF_HUB_OFFLINE``
+    rules. A checkpoint without tokenizer files loads with ``tokenizer=None`` (token ids only).
+    """
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    source = os.fspath(name_or_path)
+    local_only = os.path.isdir(source)
+    config = AutoConfig.from_pretrained(source, local_files_only=local_only)
+    loader = AutoModelForCausalLM if _is_decoder(config) else AutoModel
+    model = loader.from_pretrained(source, config=config, dtype=dtype, local_files_only=local_only)
+    if device is not None:
+        model = model.to(device)
+    model.eval()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+    except (OSError, ValueError):
+        tokenizer = None
+    return NNsightAdapter(_quiet_envoy(model), tokenizer=tokenizer, model_id=source)
