@@ -60,7 +60,7 @@ def plot_pareto(
     axes.set_xlabel("identification accuracy p_I")
     axes.set_ylabel("similarity accuracy p_S")
     axes.set_title("Semantic resolution: the p_S / p_I trade-off")
-    axes.legend(loc="lower left")
+    axes.legend(loc="best")
     return _save_atomically(figure, path)
 
 
@@ -69,6 +69,7 @@ def plot_collapse(
     *,
     candidates: ArrayLike,
     curves: Mapping[float, Curve],
+    asymptotes: Mapping[float, ArrayLike],
 ) -> Path:
     """Draw p_S^n and p_I^n against the number of candidates n, one line per ball measure b.
 
@@ -76,19 +77,16 @@ def plot_collapse(
         path: destination image; the format follows its suffix.
         candidates: the numbers of candidates n.
         curves: for each b, the (p_S^n, p_I^n) values at ``candidates``.
+        asymptotes: for each b, the large-n collapse of p_I^n (≈ 1/(n b)) at ``candidates``.
     """
     n = _array(candidates)
     figure = Figure(figsize=(11, 4.5), layout="constrained")
     FigureCanvasAgg(figure)
     similarity_axes, identification_axes = figure.subplots(1, 2)
     for b, (similarity, identification) in curves.items():
-        (line,) = similarity_axes.plot(n, _array(similarity), marker=".", label=f"b = {b:g}")
-        identification_axes.plot(n, _array(identification), marker=".", color=line.get_color())
-        if b > 0:
-            # Large-n asymptote p_I^n ≈ 1/(n b): accuracy collapses as 1/n.
-            identification_axes.plot(
-                n, np.minimum(1.0, 1.0 / (n * b)), linestyle=":", color=line.get_color()
-            )
+        (line,) = similarity_axes.plot(n, _array(similarity), label=f"b = {b:g}")
+        identification_axes.plot(n, _array(identification), color=line.get_color())
+        identification_axes.plot(n, _array(asymptotes[b]), linestyle=":", color=line.get_color())
     similarity_axes.plot(n, 1.0 / n, "k--", label="chance 1/n")
     identification_axes.plot(n, 1.0 / n, "k--")
     for axes, name in ((similarity_axes, "p_S^n"), (identification_axes, "p_I^n")):
@@ -96,6 +94,8 @@ def plot_collapse(
         axes.set_yscale("log")
         axes.set_xlabel("candidates n")
         axes.set_ylabel(name)
+        # Accuracies are at most 1; the 1/(n b) asymptote is not, at small n.
+        axes.set_ylim(top=1.1)
     similarity_axes.set_title("similarity test")
     identification_axes.set_title("identification test (dotted: 1/(n b))")
     similarity_axes.legend(loc="lower left")
@@ -139,6 +139,7 @@ def plot_ssd(
     floor: float,
     threshold: float,
     crossing: float,
+    evaluated: tuple[float, float] | None = None,
 ) -> Path:
     """Draw the bound U against the held-out size N with the vacuity threshold log2 V.
 
@@ -149,14 +150,20 @@ def plot_ssd(
         floor: the N-independent part C = R̂ + ε̂_loss + B η̂ that U tends to.
         threshold: log2 V.
         crossing: N*, marked when finite.
+        evaluated: an (N, U) point to mark, such as the held-out size actually used.
     """
     figure, axes = _figure()
-    axes.plot(_array(sizes), _array(totals), label="bound U(N)")
+    totals = _array(totals)
+    axes.plot(_array(sizes), totals, label="bound U(N)")
+    if evaluated is not None:
+        axes.plot(*evaluated, "o", color="tab:blue", label=f"N = {evaluated[0]:.4g}")
     axes.axhline(threshold, color="k", linestyle="--", label=f"log2 V = {threshold:.4g}")
     axes.axhline(floor, color="grey", linestyle=":", label=f"floor C = {floor:.4g}")
     if np.isfinite(crossing):
         axes.axvline(crossing, color="tab:red", linestyle="-.", label=f"N* = {crossing:.4g}")
     axes.set_xscale("log")
+    # U(N) grows like 1/sqrt(N) at small N; show the region around the threshold.
+    axes.set_ylim(0.0, min(totals.max(), 3.0 * max(threshold, floor)) * 1.05)
     axes.set_xlabel("held-out sequences N")
     axes.set_ylabel("bits per token")
     axes.set_title("SSD generalisation bound")
