@@ -1,0 +1,133 @@
+"""Tiny, seeded Hugging Face models and a word-level tokenizer, built offline for backend tests.
+
+Every builder returns ``(hf_model, tokenizer)`` with the model in eval mode and its vocabulary
+sized to the tokenizer, so texts and token ids both work. The tokenizer is a fast tokenizer
+(offsets, hence ``[[marked]]`` spans, work) over a small lower-cased English vocabulary; unknown
+words map to ``<unk>``.
+"""
+
+from __future__ import annotations
+
+import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
+
+SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
+_VOCABULARY_TEXT = """
+. , ! ? the a an of in on at to and or but is was are were it this that he she they we you i
+king queen man woman boy girl cat dog fox bird tree house city river year day night happened
+quick brown lazy jumps over sat mat red green blue big small old new first last one two three
+four five six seven eight nine ten 1630 1776 1914 2024 geometry representations model layer
+token word sentence
+"""
+WORDS = tuple(_VOCABULARY_TEXT.split())
+
+#: Positions every tiny model supports; tests keep their inputs shorter.
+MAX_POSITIONS = 64
+
+
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """A word-level fast tokenizer: ids 0-3 are ``<pad> <unk> <bos> <eos>``, then ``WORDS``."""
+    vocab = {token: i for i, token in enumerate(dict.fromkeys(SPECIAL_TOKENS + WORDS))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+    )
+
+
+def _seeded(build: type[PreTrainedModel], config: object, seed: int) -> PreTrainedModel:
+    torch.manual_seed(seed)
+    return build(config).eval()
+
+
+def tiny_gpt2(seed: int = 0) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
+    """GPT-2 (absolute learned positions, pre-LN, GELU): 2 layers, width 32, 4 heads."""
+    tokenizer = tiny_tokenizer()
+    config = GPT2Config(
+        n_layer=2,
+        n_embd=32,
+        n_head=4,
+        vocab_size=len(tokenizer),
+        n_positions=MAX_POSITIONS,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return _seeded(GPT2LMHeadModel, config, seed), tokenizer
+
+
+def tiny_llama(seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32."""
+    tokenizer = tiny_tokenizer()
+    config = LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=MAX_POSITIONS,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return _seeded(LlamaForCausalLM, config, seed), tokenizer
+
+
+def tiny_bert(seed: int = 0) -> tuple[BertModel, PreTrainedTokenizerFast]:
+    """A headless BERT encoder (post-LN, GELU, absolute positions) shaped like MiniLM's
+    ``BertModel``: 2 layers, width 32, 4 heads."""
+    tokenizer = tiny_tokenizer()
+    config = BertConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=MAX_POSITIONS,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return _seeded(BertModel, config, seed), tokenizer
+
+
+def tiny_decoder(
+    model_type: str, seed: int = 0, **config: object
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """Any Hugging Face causal-LM family by ``config.model_type`` (``"gpt_neox"``, ``"gemma2"``,
+    ``"mistral"``, ``"opt"``, ...): 2 layers, width 32, 4 heads (2 key/value heads where the
+    family has them), MLP width 64; ``config`` overrides or adds family-specific fields."""
+    tokenizer = tiny_tokenizer()
+    settings: dict[str, object] = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "vocab_size": len(tokenizer),
+        "max_position_embeddings": MAX_POSITIONS,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        **config,
+    }
+    hf_config = AutoConfig.for_model(model_type, **settings)
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(hf_config).eval(), tokenizer
