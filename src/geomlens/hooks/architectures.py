@@ -144,7 +144,7 @@ _GATED_BLOCK = _pre_ln_block(
 )
 LLAMA = ArchitectureTable(
     family="llama",
-    model_types=("llama", "mistral", "qwen2"),
+    model_types=("llama", "mistral", "qwen2", "qwen3"),
     layers="layers",
     embed=SiteRead("embed_tokens"),
     block=_GATED_BLOCK,

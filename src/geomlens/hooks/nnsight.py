@@ -8,12 +8,13 @@ nnsight 0.8 instruments a module by installing a controller as the instance's ``
 leaves it there for good. So a plain module handed to :class:`NNsightAdapter` is never wrapped
 itself: the adapter wraps a structural twin that shares the module's parameter and buffer tensors
 (no weights are copied), and the user's module keeps its own ``forward``, hooks and attributes.
-An nnsight model (``NNsight``, ``TransformersModel``, ``LanguageModel``) is already instrumented,
-so its module is used directly.
+An nnsight model is already instrumented, so its module is traced directly.
 
-Traces run on a plain ``NNsight`` envoy with geomlens's own token ids, attention mask and position
-ids: a ``TransformersModel``'s input processing (which re-pads and derives positions itself) is
-bypassed, as is any default ``.edit()`` stored on the wrapper.
+Every trace hands the model geomlens's own token ids, attention mask and position ids. A plain
+``NNsight`` passes them straight through, so it is traced as it is (edits stored on it with
+``.edit()`` apply). A ``TransformersModel`` / ``LanguageModel`` re-pads inputs and derives
+positions itself, so its module is traced through a fresh plain envoy instead, which bypasses
+that processing and any edits stored on the wrapper.
 """
 
 from __future__ import annotations
@@ -349,5 +350,8 @@ def load_nnsight(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
     except (OSError, ValueError):
+        tokenizer = None
+    if tokenizer is not None and tokenizer.vocab_size == 0:
+        # transformers 5 builds an empty tokenizer for a folder without tokenizer files.
         tokenizer = None
     return NNsightAdapter(_quiet_envoy(model), tokenizer=tokenizer, model_id=source)
