@@ -114,7 +114,7 @@ def tiny_decoder(
     ``"mistral"``, ``"opt"``, ...): 2 layers, width 32, 4 heads (2 key/value heads where the
     family has them), MLP width 64; ``config`` overrides or adds family-specific fields."""
     tokenizer = tiny_tokenizer()
-    settings: dict[str, object] = {
+    shape: dict[str, object] = {
         "hidden_size": 32,
         "intermediate_size": 64,
         "num_hidden_layers": 2,
@@ -126,8 +126,11 @@ def tiny_decoder(
         "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
         "pad_token_id": tokenizer.pad_token_id,
-        **config,
     }
-    hf_config = AutoConfig.for_model(model_type, **settings)
+    # Only the fields this family's config has: a stray one (grouped KV heads on GPT-NeoX) is
+    # ignored by transformers but read by TransformerLens, and the two would disagree.
+    defaults = AutoConfig.for_model(model_type)
+    known = {key: value for key, value in shape.items() if hasattr(defaults, key)}
+    hf_config = AutoConfig.for_model(model_type, **known, **config)
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(hf_config).eval(), tokenizer
