@@ -1,13 +1,17 @@
 """`geomlens theory …`: the printed numbers are the library's, figures are real images."""
 
+import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib.image
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from geomlens.theory import resolution, ssd
+from geomlens.theory import abstraction, resolution, ssd
 from geomlens.theory.cli import app
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -102,6 +106,40 @@ def test_collapse_plot(tmp_path):
     assert_png(figure)
 
 
+def test_abstraction_prints_the_trajectory_and_its_landmarks():
+    output = succeed("abstraction", "--nu-x", 0.5, "--nu-y", 0.2, "--kappa", 1e-3, "--gamma", 2)
+    sigma_x = abstraction.two_factor_kernel([1.0, 1.0, 1.0, 0.5])
+    sigma_y = abstraction.two_factor_kernel([1.0, 1.0, 1.0, 0.2])
+    rows = [[float(cell) for cell in row] for row in table(output, "t")]
+    times, alphas = np.array(rows).T
+    assert times[0] == 0.0 and times[-1] == math.inf and np.all(np.diff(times) > 0)
+    expected = abstraction.alpha_trajectory(sigma_x, sigma_y, 2.0, 1e-3, times)
+    # Times are printed to 6 significant digits; α moves by far less than 1e-5 over that.
+    np.testing.assert_allclose(alphas, expected, atol=1e-5)
+    assert alphas[0] == pytest.approx(1 / 3, abs=1e-6)  # α(Σ_x) = (1 − 0.5)/(1 + 0.5)
+    landmark = {
+        line.split(" = ")[0]: float(line.split(" = ")[-1])
+        for line in output.splitlines()
+        if line.startswith(("alpha_terminal", "alpha_max", "plateau"))
+    }
+    assert landmark["alpha_terminal"] == pytest.approx(abstraction.alpha_terminal(0.5, 0.2), 1e-5)
+    assert landmark["alpha_terminal"] == pytest.approx(alphas[-1], 1e-5)
+    assert landmark["alpha_max"] == pytest.approx(
+        abstraction.alpha_max(sigma_x, sigma_y, 2.0, 1e-3), 1e-5
+    )
+    assert landmark["plateau (alpha >= 0.95) lasts t"] == pytest.approx(
+        abstraction.plateau_length(sigma_x, sigma_y, 2.0, 1e-3), 1e-5
+    )
+    # The table spans the rise to the plateau and the decay toward α_∞.
+    assert alphas.max() > 0.99 and alphas[-2] < 0.6
+
+
+def test_abstraction_plot(tmp_path):
+    figure = tmp_path / "alpha.png"
+    succeed("abstraction", "--plot", figure)
+    assert_png(figure)
+
+
 SSD_ARGUMENTS = dict(P=10, m=100, V=4, risk=1.0, eps_loss=0.1, eta=0.05, delta=0.05)
 SSD_OPTIONS = (
     *("--P", 10, "--m", 100, "--N", 1000, "--V", 4),
@@ -174,6 +212,9 @@ def test_a_failed_plot_leaves_the_previous_figure_alone(tmp_path):
             ("ssd", "--P", 2, "--m", 100, "--N", 10, "--V", 4, "--eta", 2),
             "expected 0 <= eta <= 1",
         ),
+        (("abstraction", "--nu-x", -1), "expected nu_x >= 0, got -1.0"),
+        (("abstraction", "--kappa", 0), "expected kappa > 0"),
+        (("abstraction", "--gamma", -2), "expected gamma > 0"),
         (("ssd", "--P", 2, "--m", 100, "--V", 4), "Missing option '--N'"),
     ],
 )
@@ -182,5 +223,11 @@ def test_bad_arguments_exit_with_a_clear_message(arguments, message):
 
 
 def test_every_command_has_help():
-    for command in ("pareto", "collapse", "ssd"):
+    for command in ("pareto", "collapse", "abstraction", "ssd"):
         assert "Usage" in succeed(command, "--help")
+
+
+def test_the_cli_does_not_import_matplotlib_until_it_plots():
+    probe = "import sys, geomlens.theory.cli; print('matplotlib' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "False", result.stderr

@@ -16,7 +16,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from geomlens.theory import resolution, ssd
+from geomlens.theory import abstraction, resolution, ssd
 
 app = typer.Typer(
     help="Reference curves of the theory: tables, and figures with --plot.",
@@ -182,6 +182,84 @@ def collapse(
 
 def _is_minimum(values: np.ndarray, n: int) -> bool:
     return values[n - 1] < values[n - 2]
+
+
+# The abstraction table lists α at t = 0, at this many log-spaced times, and at t = ∞.
+_ABSTRACTION_ROWS = 25
+
+
+@app.command("abstraction")
+def abstraction_command(
+    nu_x: Annotated[
+        float, typer.Option("--nu-x", help="Inverse SNR ν(Σ_x) = λ_SC / λ_S of the inputs.")
+    ] = 0.5,
+    nu_y: Annotated[
+        float, typer.Option("--nu-y", help="Inverse SNR ν(Σ_y) = λ_SC / λ_S of the targets.")
+    ] = 0.2,
+    kappa: Annotated[
+        float, typer.Option("--kappa", help="Scale κ of the small initial first layer.")
+    ] = 1e-3,
+    gamma: Annotated[float, typer.Option("--gamma", help="Inverse ridge penalty γ.")] = 1.0,
+    plot: PlotOption = None,
+) -> None:
+    """Abstraction α(t) of the two-layer linear network's hidden layer (SPEC §2.3).
+
+    The 2FS kernels have λ_S = 1 and λ_SC = ν (λ_G = λ_C = 1: those modes do not enter α).
+    α starts at α(Σ_x), rises to a near-perfect plateau whose height α_max grows toward 1 as
+    κ shrinks, and settles at α_∞ = (1 − √(ν_x ν_y)) / (1 + √(ν_x ν_y)).
+    """
+    with _invalid_arguments_exit():
+        terminal = abstraction.alpha_terminal(nu_x, nu_y)
+        sigma_x = abstraction.two_factor_kernel([1.0, 1.0, 1.0, nu_x])
+        sigma_y = abstraction.two_factor_kernel([1.0, 1.0, 1.0, nu_y])
+        peak = abstraction.alpha_max(sigma_x, sigma_y, gamma, kappa)
+        plateau = abstraction.plateau_length(sigma_x, sigma_y, gamma, kappa)
+        earliest, latest = _abstraction_time_span(nu_x, nu_y, gamma, kappa)
+        times = np.concatenate(
+            [[0.0], np.geomspace(earliest, latest, _ABSTRACTION_ROWS), [math.inf]]
+        )
+        alpha = abstraction.alpha_trajectory(sigma_x, sigma_y, gamma, kappa, times)
+    typer.echo(
+        f"Abstraction of the two-layer linear network: ν_x = {nu_x:g}, ν_y = {nu_y:g}, "
+        f"κ = {kappa:g}, γ = {gamma:g}"
+    )
+    _print_table(("t", "alpha(t)"), list(zip(times, alpha)))
+    typer.echo(f"alpha_terminal = {terminal:.6g}")
+    typer.echo(f"alpha_max = {peak:.6g}")
+    typer.echo(f"plateau (alpha >= 0.95) lasts t = {plateau:.6g}")
+    if plot is not None:
+        from geomlens.theory import plots
+
+        curve_times = np.geomspace(earliest, latest, _CURVE_POINTS)
+        with _invalid_arguments_exit():
+            written = plots.plot_abstraction(
+                plot,
+                times=curve_times,
+                alpha=abstraction.alpha_trajectory(sigma_x, sigma_y, gamma, kappa, curve_times),
+                alpha_terminal=terminal,
+                alpha_max=peak,
+            )
+        _wrote(written)
+
+
+def _abstraction_time_span(
+    nu_x: float, nu_y: float, gamma: float, kappa: float
+) -> tuple[float, float]:
+    """Times from well before the signal mode S rises to well after the interaction mode SC.
+
+    A mode rises when its clock F(γλ) reaches F(1); the clock advances at the mode's rate, so
+    the rise takes (F(1) − F(γκλ^x)) / rate (at least 1 / rate, for a large κ). α is flat
+    before S rises and approaches α_∞ only slowly after SC does, hence the wide margins.
+    """
+    input_modes = np.array([1.0, nu_x])
+    rates = abstraction.mode_rate(input_modes, [1.0, nu_y], gamma)
+    distance = np.maximum(
+        abstraction.clock(1.0) - abstraction.clock(gamma * kappa * input_modes), 1.0
+    )
+    signal_rise = distance[0] / rates[0]
+    # With ν_x ν_y = 0 the SC mode never rises and α tends to 1 after S alone.
+    interaction_rise = distance[1] / rates[1] if rates[1] > 0 else signal_rise
+    return 1e-2 * signal_rise, 1e3 * interaction_rise
 
 
 @app.command("ssd")
