@@ -189,9 +189,18 @@ def test_a_failed_plot_leaves_the_previous_figure_alone(tmp_path):
     figure = tmp_path / "front.notaformat"
     figure.write_bytes(b"previous")
     message = fail("pareto", "--plot", figure)
+    assert f"could not write the figure {figure}" in message
     assert "Format 'notaformat' is not supported" in message
     assert figure.read_bytes() == b"previous"
     assert [p.name for p in tmp_path.iterdir()] == [figure.name]
+
+
+def test_an_unwritable_figure_is_a_clean_error(tmp_path):
+    occupied = tmp_path / "figure.png"
+    occupied.mkdir()
+    message = fail("ssd", "--P", 2, "--m", 10, "--N", 10, "--V", 4, "--plot", occupied)
+    assert f"error: could not write the figure {occupied}" in message
+    assert [p.name for p in tmp_path.iterdir()] == [occupied.name]  # no temporary left
 
 
 @pytest.mark.parametrize(

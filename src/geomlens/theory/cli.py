@@ -38,8 +38,21 @@ def _invalid_arguments_exit() -> Iterator[None]:
     try:
         yield
     except ValueError as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from error
+        raise _failure(str(error)) from error
+
+
+@contextlib.contextmanager
+def _figure_errors_exit(path: Path) -> Iterator[None]:
+    """Report a figure that cannot be written (bad format, unwritable place) as a CLI error."""
+    try:
+        yield
+    except (ValueError, OSError) as error:
+        raise _failure(f"could not write the figure {path}: {error}") from error
+
+
+def _failure(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=2)
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -98,7 +111,7 @@ def pareto(
         universal = resolution.pareto_front(_CURVE_POINTS)
         noisy = resolution.pareto_front(_CURVE_POINTS, delta=delta) if delta > 0 else None
         linear_decay = resolution.linear_decay_front(_CURVE_POINTS)
-        with _invalid_arguments_exit():
+        with _figure_errors_exit(plot):
             written = plots.plot_pareto(
                 plot,
                 universal=(universal.p_s, universal.p_i),
@@ -132,7 +145,7 @@ def collapse(
     near n ~ 1/b, then falls). Rows are log-spaced in n and include every turning point of
     p_S^n, which are also listed per b.
     """
-    ball_measures = b or [0.01, 0.05, 0.2, 0.5]
+    ball_measures = list(dict.fromkeys(b or [0.01, 0.05, 0.2, 0.5]))
     with _invalid_arguments_exit():
         profiles = {
             measure: resolution.candidate_profile(measure, n_max, delta)
@@ -167,7 +180,7 @@ def collapse(
     if plot is not None:
         from geomlens.theory import plots
 
-        with _invalid_arguments_exit():
+        with _figure_errors_exit(plot):
             written = plots.plot_collapse(
                 plot,
                 candidates=profiles[ball_measures[0]].n,
@@ -231,7 +244,7 @@ def abstraction_command(
         from geomlens.theory import plots
 
         curve_times = np.geomspace(earliest, latest, _CURVE_POINTS)
-        with _invalid_arguments_exit():
+        with _figure_errors_exit(plot):
             written = plots.plot_abstraction(
                 plot,
                 times=curve_times,
@@ -322,7 +335,7 @@ def ssd_command(
 
         largest = 10.0 * max(held_out, crossing if math.isfinite(crossing) else held_out)
         sizes = np.geomspace(1.0, largest, _CURVE_POINTS)
-        with _invalid_arguments_exit():
+        with _figure_errors_exit(plot):
             written = plots.plot_ssd(
                 plot,
                 sizes=sizes,
