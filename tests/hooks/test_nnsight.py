@@ -174,6 +174,19 @@ def test_edits_change_what_follows():
     torch.testing.assert_close(shifted, clean + 1.0)
 
 
+def test_edits_after_the_last_site_and_empty_requests_run_nothing():
+    adapter = NNsightAdapter(tiny_gpt2()[0])
+    site = "blocks.0.hook_resid_mid"
+    clean = adapter.capture(batch(), [site])[site]
+
+    def never(act: torch.Tensor) -> torch.Tensor:
+        raise AssertionError("an edit after the last wanted site ran")
+
+    with adapter.intervene("blocks.1.hook_resid_post", never):
+        torch.testing.assert_close(adapter.capture(batch(), [site])[site], clean, atol=0, rtol=0)
+        assert adapter.capture(batch(), []) == {}
+
+
 def test_an_edit_must_keep_the_shape():
     adapter = NNsightAdapter(tiny_gpt2()[0])
     with (

@@ -39,7 +39,7 @@ from geomlens.hooks.architectures import (
     table_for_config,
     table_named,
 )
-from geomlens.hooks.base import EMBED_SITE, Adapter, EditFn, count_torch_hooks
+from geomlens.hooks.base import EMBED_SITE, Adapter, EditFn, count_torch_hooks, layer_of
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
@@ -129,8 +129,10 @@ class NNsightAdapter(Adapter):
             self.table = table_for_config(self.config) or discover_table(base, self.config)
         self._n_layers = len(self._submodule(_join(self._base_path, self.table.layers)))
         self._sites = self._offered_sites()
-        for site in self._sites[: 1 + len(self.table.block)]:  # hook_embed and block 0
-            self._submodule(self._site_path(site))
+        self._forward_order = {site: i for i, site in enumerate(self._sites)}
+        for site in self._sites:
+            if layer_of(site) in (None, 0):  # a wrong table fails here, not mid-trace
+                self._submodule(self._site_path(site))
         # Hooks the model already carried (transformers installs output-recording hooks of its
         # own, for good, the first time hidden states are asked for) are not ours to count.
         self._foreign_hooks = count_torch_hooks(self._module)
@@ -161,6 +163,7 @@ class NNsightAdapter(Adapter):
         return {
             **super().describe(),
             "architecture": self.table.family,
+            "model_type": getattr(self.config, "model_type", None),
             "numerics": NUMERICS,
             "model_class": type(self._module).__name__,
         }
@@ -202,9 +205,8 @@ class NNsightAdapter(Adapter):
     # -- the forward pass ----------------------------------------------------------------------
     def _plan(self, sites: Sequence[str]) -> list[_Location]:
         """The locations holding ``sites``, in forward order, each read once."""
-        order = {site: i for i, site in enumerate(self._sites)}
         locations: dict[tuple[str, str, int], _Location] = {}
-        for site in sorted(set(sites), key=order.__getitem__):
+        for site in sorted(set(sites), key=self._forward_order.__getitem__):
             _, read = self.table.locate(site)
             key = (self._site_path(site), read.port, read.tuple_index)
             locations.setdefault(key, _Location(*key)).sites.append(site)
@@ -264,8 +266,14 @@ class NNsightAdapter(Adapter):
                 envoy.output = activation
 
     def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]:
+        """One forward pass; ``{site: activation}`` as it flows on, i.e. after active edits."""
         wanted = [self.resolve_site(site) for site in dict.fromkeys(sites)]
-        edits = self.active_edits
+        if not wanted:
+            return {}
+        order = self._forward_order
+        last = max(order[site] for site in wanted)
+        # An edit after the last wanted site cannot change what is captured; the pass stops there.
+        edits = [(site, edit) for site, edit in self.active_edits if order[site] <= last]
         plan = self._plan([*wanted, *(site for site, _ in edits)])
         kwargs = self._forward_kwargs(inputs)
         wanted_set = set(wanted)
