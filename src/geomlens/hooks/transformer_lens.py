@@ -72,11 +72,6 @@ class _Tap:
     capture_as: list[str] = field(default_factory=list)
 
 
-def _with_layer(template: str, site: str) -> str:
-    layer = site.split(".")[1] if site.startswith("blocks.") else ""
-    return template.format(layer=layer)
-
-
 class TransformerLensAdapter(Adapter):
     """A HookedTransformer or TransformerBridge seen through geomlens's Adapter protocol."""
 
@@ -128,6 +123,8 @@ class TransformerLensAdapter(Adapter):
         architecture, module, base_prefix = _bridge_target(hf_model)
         if copy_model:
             module = copy.deepcopy(module)
+        # No tokenizer for TransformerLens: its set-up edits the tokenizer (pad, BOS, padding
+        # side) and may reload it by name; geomlens tokenises and pads on its own.
         bridge = build_bridge_from_module(
             module,
             architecture,
@@ -173,11 +170,14 @@ class TransformerLensAdapter(Adapter):
         """Each canonical site this model offers, with the HookPoint that holds it."""
         # Read afresh each time: enable_compatibility_mode() rebuilds the bridge's registry.
         hook_dict = self.model.hook_dict
-        overrides = self._overrides()
+        renamed = {
+            site.format(layer=layer): hook.format(layer=layer)
+            for site, hook in self._overrides().items()
+            for layer in range(self.n_layers)
+        }
         points = {}
         for site in canonical_sites(self.n_layers):
-            template = next((t for t in overrides if _with_layer(t, site) == site), None)
-            name = site if template is None else _with_layer(overrides[template], site)
+            name = renamed.get(site, site)
             if name in hook_dict:
                 points[site] = hook_dict[name]
         return points
