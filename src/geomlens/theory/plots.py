@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -177,7 +177,7 @@ def _figure() -> tuple[Figure, Axes]:
     return figure, figure.subplots()
 
 
-def _array(values: ArrayLike | Sequence[float]) -> np.ndarray:
+def _array(values: ArrayLike) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
