@@ -25,7 +25,7 @@ def test_class_order_and_mode_eigenvalues_from_explicit_features():
     means = np.array([g + s * a + c * b + s * c * e for s, c in ab.CLASS_ORDER])
     spectrum = ab.decompose_class_means(means)
     assert spectrum == pytest.approx((4.0, 4 * 0.49, 4 * 1.69, 4 * 0.16))
-    # The concept's difference vectors are u_c = 2a + 2c·e: their cosine is (λ_S − λ_SC)/(λ_S + λ_SC).
+    # The concept's difference vectors are u_c = 2a + 2c·e, with cosine (λ_S − λ_SC)/(λ_S + λ_SC).
     u_plus, u_minus = 2 * a + 2 * e, 2 * a - 2 * e
     cosine = u_plus @ u_minus / np.linalg.norm(u_plus) / np.linalg.norm(u_minus)
     assert spectrum.alpha == pytest.approx(cosine)

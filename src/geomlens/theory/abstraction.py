@@ -36,17 +36,8 @@ CLASS_ORDER = ((+1, +1), (+1, -1), (-1, +1), (-1, -1))
 MODES = ("G", "S", "C", "SC")
 """Names of the 2FS modes: global mean, signal (concept s), context (c), interaction (s∘c)."""
 
-MODE_BASIS = (
-    0.5
-    * np.array(
-        [
-            [1.0, 1.0, 1.0, 1.0],
-            [1.0, 1.0, -1.0, -1.0],
-            [1.0, -1.0, 1.0, -1.0],
-            [1.0, -1.0, -1.0, 1.0],
-        ]
-    ).T
-)
+_CONCEPT, _CONTEXT = np.array(CLASS_ORDER, dtype=float).T
+MODE_BASIS = 0.5 * np.stack([np.ones(4), _CONCEPT, _CONTEXT, _CONCEPT * _CONTEXT], axis=1)
 """Orthonormal Hadamard basis; column ``m`` is ``v_m`` for ``m`` in ``MODES``."""
 
 TOLERANCE = 1e-8
@@ -273,7 +264,9 @@ def alpha_max(
 ) -> float:
     """Supremum over training time of ``α(t)`` (SPEC §2.3: it increases toward 1 as κ ↓ 0).
 
-    The supremum may be the terminal value ``α_∞`` when α rises monotonically (large κ).
+    α(t) overshoots ``α_∞`` even from a lazy start (the overshoot fades like 1/κ²); the
+    supremum is ``α_∞`` itself only when α never exceeds it, e.g. with a noiseless target
+    (``λ^y_SC = 0``), which drives α monotonically to 1.
     """
     return _peak(sigma_x, sigma_y, gamma, kappa, depth)[1]
 
@@ -289,8 +282,9 @@ def plateau_length(
     """Time during which ``α(t) ≥ level``: the near-perfect plateau, ``Θ(log 1/κ)`` for the
     two-layer network (SPEC §2.3).
 
-    Returns 0 when α never reaches ``level`` and ``inf`` when ``α_∞ ≥ level``. α(t) has a single
-    peak, so the plateau is the interval between the two crossings of ``level``.
+    Returns 0 when α never reaches ``level`` and ``inf`` when ``α_∞ ≥ level``. α(t) rises to a
+    single peak and then decays (checked on fine grids in the tests), so the plateau is the
+    interval between the two crossings of ``level``.
     """
     if not -1.0 < level < 1.0:
         raise ValueError(f"expected a level in (-1, 1), got {level}")
@@ -321,7 +315,7 @@ def depth_terminal(alpha_x: ArrayLike, alpha_y: ArrayLike, L: int) -> np.ndarray
     _check_depth(L)
     input_alpha = _alpha_array(alpha_x, "alpha_x")
     target_alpha = _alpha_array(alpha_y, "alpha_y")
-    if np.any(np.abs(input_alpha) == 1.0) and np.any(input_alpha == -target_alpha):
+    if np.any((np.abs(input_alpha) == 1.0) & (input_alpha == -target_alpha)):
         raise ValueError("alpha_x = -alpha_y = ±1: the terminal abstraction is undefined")
     with np.errstate(divide="ignore"):
         result = np.tanh((np.arctanh(input_alpha) + L * np.arctanh(target_alpha)) / (L + 1))
@@ -356,9 +350,10 @@ def depth_per_layer(alpha_x: float, alpha_last: ArrayLike, L: int) -> np.ndarray
 def dual_kernel(Q: ArrayLike, activation: Activation, slope: float | None = None) -> np.ndarray:
     """Post-activation kernel ``K_ij = E_w[φ(wᵀz_i) φ(wᵀz_j)]``, ``w ~ N(0, I)``, ``Q = Z Zᵀ``.
 
-    Closed forms (SPEC §2.3): erf, the arcsine kernel ``(2/π) arcsin(2Q_ij/√((1+2Q_ii)(1+2Q_jj)))``;
-    ReLU, the arc-cosine kernel ``√(Q_ii Q_jj)(sin θ + (π − θ) cos θ)/(2π)``; leaky ReLU with
-    slope ω, ``(1 − ω)² K_ReLU + ω Q`` (the linear part). Any positive semi-definite ``Q``.
+    Closed forms (SPEC §2.3): erf, the arcsine kernel
+    ``(2/π) arcsin(2Q_ij / √((1 + 2Q_ii)(1 + 2Q_jj)))``; ReLU, the arc-cosine kernel
+    ``√(Q_ii Q_jj)(sin θ + (π − θ) cos θ)/(2π)`` with ``cos θ = Q_ij / √(Q_ii Q_jj)``; leaky ReLU
+    with slope ω, ``(1 − ω)² K_ReLU + ω Q`` (the linear part). Any positive semi-definite ``Q``.
     """
     matrix = _psd_matrix(Q)
     omega = _check_activation(activation, slope)
@@ -393,13 +388,18 @@ def attenuation(Q: ArrayLike, activation: Activation, slope: float | None = None
     # every pair is described by d − q and d + q, which are sums of eigenvalues (no round-off).
     # "c": classes differing in c only, "s": in s only, "sc": in both.
     diagonal = sum(spectrum) / 4.0
-    below = {"c": spectrum.C + spectrum.SC, "s": spectrum.S + spectrum.SC}
-    below["sc"] = spectrum.S + spectrum.C
-    above = {"c": spectrum.G + spectrum.S, "s": spectrum.G + spectrum.C}
-    above["sc"] = spectrum.G + spectrum.SC
-    below = {pair: value / 2.0 for pair, value in below.items()}
-    above = {pair: value / 2.0 for pair, value in above.items()}
-    below["diag"], above["diag"] = 0.0, 2.0 * diagonal
+    below = {  # d − q
+        "diag": 0.0,
+        "c": (spectrum.C + spectrum.SC) / 2.0,
+        "s": (spectrum.S + spectrum.SC) / 2.0,
+        "sc": (spectrum.S + spectrum.C) / 2.0,
+    }
+    above = {  # d + q
+        "diag": 2.0 * diagonal,
+        "c": (spectrum.G + spectrum.S) / 2.0,
+        "s": (spectrum.G + spectrum.C) / 2.0,
+        "sc": (spectrum.G + spectrum.SC) / 2.0,
+    }
     # α_K = (k(q_c) − k(q_sc)) / (k(d) − k(q_s)); α_Q is the same with k the identity.
     signal_gap = (spectrum.S - spectrum.SC) / 2.0  # q_c − q_sc
     total_gap = (spectrum.S + spectrum.SC) / 2.0  # d − q_s
