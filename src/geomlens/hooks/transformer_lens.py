@@ -39,6 +39,7 @@ from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_f
 from transformer_lens.model_bridge.sources.transformers import (
     determine_architecture_from_hf_config,
 )
+from transformers import PreTrainedModel
 
 from geomlens.hooks.base import Adapter, EditFn, canonical_sites, count_torch_hooks
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
@@ -351,16 +352,21 @@ def _bridge_takes_position_ids(bridge: TransformerBridge) -> bool:
 
 def _bridge_numerics(bridge: TransformerBridge) -> str:
     if getattr(bridge, "_weights_processed", False):
-        return "processed-weights"  # enable_compatibility_mode(): folded LN, centred weights
-    if bridge.compatibility_mode:
-        return "compatibility-unprocessed"
-    return "raw-hf"
+        return (
+            "processed weights (TransformerLens compatibility mode: LayerNorm folded, "
+            "writing weights centred)"
+        )
+    # Worded as the nnsight backend words it, so equal numerics compare equal across backends.
+    source = "HF weights" if isinstance(bridge.original_model, PreTrainedModel) else "weights"
+    mode = "TransformerLens compatibility mode, " if bridge.compatibility_mode else ""
+    return f"raw {source} ({mode}no LayerNorm folding or weight processing)"
 
 
 def _hooked_transformer_numerics(normalization_type: str | None) -> str:
     if normalization_type is None:
-        return "no-layernorm"
-    return "folded-layernorm" if normalization_type.endswith("Pre") else "unfolded-layernorm"
+        return "HookedTransformer without LayerNorm"
+    folded = "folded" if normalization_type.endswith("Pre") else "not folded"
+    return f"HookedTransformer, LayerNorm {folded} ({normalization_type})"
 
 
 def _checked_edit(edit: EditFn, activation: torch.Tensor, site: str) -> torch.Tensor:
