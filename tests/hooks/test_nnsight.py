@@ -12,6 +12,7 @@ import torch
 from helpers.tiny_models import tiny_bert, tiny_decoder, tiny_gpt2, tiny_llama
 from nnsight import NNsight
 from nnsight.modeling.language import LanguageModel
+from transformers import BertForMaskedLM, GPT2LMHeadModel
 
 from geomlens.data.dataset import Dataset
 from geomlens.hooks.base import UnknownSiteError, canonical_sites
@@ -120,6 +121,20 @@ def test_padded_batch_equals_one_by_one(family, side):
             torch.testing.assert_close(
                 together[site][row][real], alone[site][0], atol=ATOL, rtol=0, msg=site
             )
+
+
+@pytest.mark.parametrize("build", [tiny_gpt2, tiny_bert])
+def test_a_task_head_changes_no_site(build):
+    """Tables are relative to the base model: a model with a head reads as its bare base."""
+    config = build()[0].config
+    torch.manual_seed(0)
+    with_head = (BertForMaskedLM if build is tiny_bert else GPT2LMHeadModel)(config).eval()
+    headed, bare = NNsightAdapter(with_head), NNsightAdapter(with_head.base_model)
+    assert headed.sites() == bare.sites()
+    inputs = batch(side="left")
+    torch.testing.assert_close(
+        headed.capture(inputs, headed.sites()), bare.capture(inputs, bare.sites()), atol=0, rtol=0
+    )
 
 
 def test_failing_edit_leaves_no_hook_and_weights_bitwise_equal():
