@@ -82,6 +82,33 @@ def count_torch_hooks(module: torch.nn.Module) -> int:
     return total
 
 
+def checked_edit(edit: EditFn, activation: torch.Tensor, site: str) -> torch.Tensor:
+    """Apply ``edit`` to the activation at ``site``; it must return a tensor of the same shape."""
+    replaced = edit(activation)
+    if not isinstance(replaced, torch.Tensor) or replaced.shape != activation.shape:
+        got = tuple(replaced.shape) if isinstance(replaced, torch.Tensor) else type(replaced)
+        raise ValueError(
+            f"An edit at {site!r} must return a tensor of shape {tuple(activation.shape)}; "
+            f"it returned {got}."
+        )
+    return replaced
+
+
+@contextlib.contextmanager
+def eval_mode(*models: torch.nn.Module) -> Iterator[None]:
+    """No dropout for one pass. Only the modules in training mode are switched, one by one, and
+    switched back after, so a user's mix of train/eval modules comes back exactly."""
+    modules = {id(m): m for model in models for m in model.modules()}
+    training = [m for m in modules.values() if m.training]
+    for module in training:
+        module.training = False
+    try:
+        yield
+    finally:
+        for module in training:
+            module.training = True
+
+
 class Adapter(ABC):
     """One model seen through one backend. Subclasses fill in the abstract methods."""
 

@@ -41,7 +41,14 @@ from transformer_lens.model_bridge.sources.transformers import (
 )
 from transformers import PreTrainedModel
 
-from geomlens.hooks.base import Adapter, EditFn, canonical_sites, count_torch_hooks
+from geomlens.hooks.base import (
+    Adapter,
+    EditFn,
+    canonical_sites,
+    checked_edit,
+    count_torch_hooks,
+    eval_mode,
+)
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
@@ -228,7 +235,7 @@ class TransformerLensAdapter(Adapter):
         def make_hook(key: int, tap: _Tap):
             def hook(activation: torch.Tensor, hook: HookPoint) -> torch.Tensor:
                 for site, edit in tap.edits:
-                    activation = _checked_edit(edit, activation, site)
+                    activation = checked_edit(edit, activation, site)
                 for site in tap.capture_as:
                     # A copy: a later edit may change this tensor in place.
                     captured[site] = activation.detach().clone()
@@ -241,7 +248,9 @@ class TransformerLensAdapter(Adapter):
 
         hooks = [(tap.hook_point, make_hook(key, tap)) for key, tap in taps.items()]
         inputs = inputs.to(self.device)
-        with _eval_mode(self.model), torch.no_grad():
+        # The bridge's module tree does not reach the wrapped HF model's own top-level modules.
+        wrapped = getattr(self.model, "original_model", None)
+        with eval_mode(self.model, *([wrapped] if wrapped is not None else [])), torch.no_grad():
             try:
                 with _hooks_added(hooks):
                     self._forward(inputs)
@@ -369,17 +378,6 @@ def _hooked_transformer_numerics(normalization_type: str | None) -> str:
     return f"HookedTransformer, LayerNorm {folded} ({normalization_type})"
 
 
-def _checked_edit(edit: EditFn, activation: torch.Tensor, site: str) -> torch.Tensor:
-    result = edit(activation)
-    if not isinstance(result, torch.Tensor) or result.shape != activation.shape:
-        got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
-        raise ValueError(
-            f"The edit at {site!r} must return a tensor of shape {tuple(activation.shape)}; "
-            f"it returned {got}."
-        )
-    return result
-
-
 @contextlib.contextmanager
 def _hooks_added(hooks: list[tuple[HookPoint, Callable[..., Any]]]) -> Iterator[None]:
     """Add forward hooks through TransformerLens (so ``list_hooks()`` shows them) and remove
@@ -394,25 +392,6 @@ def _hooks_added(hooks: list[tuple[HookPoint, Callable[..., Any]]]) -> Iterator[
         for hook_point, handle in added:
             handle.hook.remove()
             hook_point.fwd_hooks.remove(handle)
-
-
-@contextlib.contextmanager
-def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """No dropout for one pass; the modules that were in training mode go back to it after."""
-    modules = {id(m): m for m in model.modules()}
-    original = getattr(model, "original_model", None)
-    if isinstance(original, torch.nn.Module):
-        modules.update((id(m), m) for m in original.modules())
-    # Flags set one by one, not model.eval(): a user's mix of train/eval modules comes back
-    # exactly, and the bridge's module tree (thousands of entries) is walked only once.
-    training = [m for m in modules.values() if m.training]
-    for module in training:
-        module.training = False
-    try:
-        yield
-    finally:
-        for module in training:
-            module.training = True
 
 
 def _tl_version() -> str:
