@@ -200,6 +200,27 @@ def test_bert_sites_follow_the_geomlens_definitions(tl_dataset):
     }
 
 
+def test_an_attention_only_model_offers_the_sites_that_fire(tl_dataset):
+    config = HookedTransformerConfig(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_vocab=len(tiny_tokenizer()),
+        n_ctx=64,
+        attn_only=True,
+    )
+    adapter = TransformerLensAdapter(HookedTransformer(config), tokenizer=tiny_tokenizer())
+    per_block = ["hook_resid_pre", "hook_attn_out", "hook_resid_post"]
+    assert adapter.sites() == [
+        "hook_embed",
+        *(f"blocks.{layer}.{name}" for layer in range(2) for name in per_block),
+    ]
+    assert set(adapter.capture(encode_all(adapter, tl_dataset), adapter.sites())) == set(
+        adapter.sites()
+    )
+
+
 # -- padding ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_padded_batch_equals_one_by_one_runs(tl_adapter, tl_dataset, side):

@@ -183,10 +183,12 @@ class TransformerLensAdapter(Adapter):
             for site, hook in self._overrides().items()
             for layer in range(self.n_layers)
         }
+        # An attention-only HookedTransformer still registers hook_mlp_out, which never fires.
+        attn_only = getattr(self.model.cfg, "attn_only", False)
         points = {}
         for site in canonical_sites(self.n_layers):
             name = renamed.get(site, site)
-            if name in hook_dict:
+            if name in hook_dict and not (attn_only and site.endswith("hook_mlp_out")):
                 points[site] = hook_dict[name]
         return points
 
