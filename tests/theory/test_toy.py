@@ -1,10 +1,10 @@
 """The toy ReLU network (SPEC §1.3): what training does to its learned similarity.
 
 Numbers measured when these tests were written (seed 0, paper's configuration): the
-similarity-trained run reaches Proposition 1's front by epoch 17 and then stays within 0.016
-of it; p_S peaks at 0.799 at epoch 37 and falls back (0.780 at epoch 150) while p_I rises
-(0.80 -> 0.85) as the profile keeps narrowing (seeds 1-3 behave alike).
-"""
+similarity-trained run starts 0.23 from Proposition 1's front, reaches it by epoch 17 and
+then stays within 0.018 of it (0.016 from epoch 20); p_S peaks at 0.799 at epoch 37 and
+falls back (0.780 at epoch 150) while p_I rises (0.80 -> 0.85) as the profile keeps
+narrowing (seeds 1-3 behave alike)."""
 
 import numpy as np
 import pytest

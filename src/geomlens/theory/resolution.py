@@ -19,7 +19,7 @@ This module holds
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from typing import Literal, NamedTuple
@@ -180,7 +180,8 @@ def identification_asymptote(b: ArrayLike, n: int, delta: ArrayLike = 0.0) -> np
     """The 1/n collapse: p_I^n ≈ 1 / (n (b + (1 − b) Δ)) for large n (SPEC §1.2, Theorem 3).
 
     The n − 1 distractors add about n times the mean similarity b + (1 − b) Δ to the
-    denominator of the Luce rule; at Δ = 0 this is the paper's 1/(n b).
+    denominator of the Luce rule; at Δ = 0 this is the paper's 1/(n b) (inf at b = Δ = 0,
+    where identification stays perfect).
     """
     b, n, delta = _ball_measure(b), _candidates(n), _noise(delta)
     mean_similarity = b + (1.0 - b) * delta
@@ -353,7 +354,7 @@ class Accuracy:
     n: int
     exact: bool
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[float]:
         return iter((self.p_s, self.p_i))
 
 
@@ -386,25 +387,31 @@ def _luce_target(target: np.ndarray, distractors: list[np.ndarray]) -> np.ndarra
     return np.divide(target, total, out=np.full(total.shape, 1.0 / n), where=total > 0)
 
 
-def _exact(sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int) -> tuple[float, float]:
-    # Rows enumerate (probe, all candidates but the last); the last candidate is a full
-    # axis, so each chunk is a dense (rows, N) block and the weights factorise.
+def _index_tuples(
+    nu: np.ndarray, count: int
+) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    """Every tuple of ``count`` indices, then one more index as a full trailing axis.
+
+    Yields chunks of (index arrays, ν-weights of shape (rows, N)); the weights factorise, and
+    each chunk is a dense (rows, N) block.
+    """
     size = len(nu)
+    step = max(1, _CHUNK // size)
+    for start in range(0, size**count, step):
+        idx = np.unravel_index(np.arange(start, min(start + step, size**count)), (size,) * count)
+        yield idx, reduce(np.multiply, [nu[i] for i in idx])[:, None] * nu
 
-    def rows(count: int):
-        step = max(1, _CHUNK // size)
-        for start in range(0, size**count, step):
-            flat = np.arange(start, min(start + step, size**count))
-            idx = np.unravel_index(flat, (size,) * count)
-            yield idx, reduce(np.multiply, [nu[i] for i in idx])[:, None] * nu
 
+def _exact(sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int) -> tuple[float, float]:
+    # Similarity: (probe, candidates 1..n-1) enumerated, candidate n the trailing axis.
     p_s = 0.0
-    for (probe, *first), weight in rows(n):
+    for (probe, *first), weight in _index_tuples(nu, n):
         similarity = [sim[probe, x][:, None] for x in first] + [sim[probe]]
         distance = [dist[probe, x][:, None] for x in first] + [dist[probe]]
         p_s += float((weight * _luce_closest(similarity, distance)).sum())
+    # Identification: (probe = target, distractors 2..n-1) enumerated, distractor n trailing.
     p_i = 0.0
-    for (probe, *first), weight in rows(n - 1):
+    for (probe, *first), weight in _index_tuples(nu, n - 1):
         distractors = [sim[probe, x][:, None] for x in first] + [sim[probe]]
         p_i += float((weight * _luce_target(sim[probe, probe][:, None], distractors)).sum())
     return p_s, p_i
