@@ -120,6 +120,17 @@ def encode_all(adapter: TransformerLensAdapter, dataset: Dataset, side: str = "r
     return adapter.encode(dataset, np.arange(len(dataset)), padding_side=side)
 
 
+def hugging_face_hidden_states(hf_model: torch.nn.Module, inputs) -> tuple[torch.Tensor, ...]:
+    """The reference: HF's own hidden states, given the same mask and positions."""
+    with torch.no_grad():
+        return hf_model(
+            inputs.input_ids,
+            attention_mask=inputs.attention_mask.long(),
+            position_ids=inputs.position_ids,
+            output_hidden_states=True,
+        ).hidden_states
+
+
 def parameters_snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
@@ -156,13 +167,7 @@ def test_residual_stream_equals_hugging_face_hidden_states(name, tl_dataset):
         f"blocks.{layer}.hook_resid_{where}" for layer in range(2) for where in ("pre", "post")
     ]
     activations = adapter.capture(inputs, sites)
-    with torch.no_grad():
-        hidden = hf_model(
-            inputs.input_ids,
-            attention_mask=inputs.attention_mask.long(),
-            position_ids=inputs.position_ids,
-            output_hidden_states=True,
-        ).hidden_states
+    hidden = hugging_face_hidden_states(hf_model, inputs)
     real = inputs.attention_mask
     final_norm = (
         hf_model.get_submodule(FINAL_NORM[name]) if FINAL_NORM[name] else torch.nn.Identity()
@@ -433,14 +438,7 @@ def test_pretrained_minilm_through_the_bridge_equals_hugging_face():
     dataset = Dataset(texts=["It happened in the year 1630.", "The king and the queen."])
     inputs = encode_all(adapter, dataset, "left")
     activations = adapter.capture(inputs, [f"blocks.{layer}.hook_resid_post" for layer in range(6)])
-    reference = AutoModel.from_pretrained(path).eval()
-    with torch.no_grad():
-        hidden = reference(
-            inputs.input_ids,
-            attention_mask=inputs.attention_mask.long(),
-            position_ids=inputs.position_ids,
-            output_hidden_states=True,
-        ).hidden_states
+    hidden = hugging_face_hidden_states(AutoModel.from_pretrained(path).eval(), inputs)
     real = inputs.attention_mask
     for layer in range(6):
         torch.testing.assert_close(
