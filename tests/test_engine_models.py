@@ -173,3 +173,29 @@ def test_pooled_last_token_is_the_real_last_token():
         for row in range(3):
             single = adapter.capture(adapter.encode(dataset, np.array([row])), [site])[site][0, -1]
             torch.testing.assert_close(pooled[row], single, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_captured_activation_outlives_its_batch(backend):
+    import gc
+    import weakref
+
+    adapter, _ = make_adapter(backend)
+    refs = []
+
+    class Spy(ActivationStats):
+        name = "spy"
+
+        def update(self, batch):
+            super().update(batch)
+            refs.extend(weakref.ref(t) for t in batch.activations.values())
+
+    gl.run(
+        Spy(site=["blocks.0.hook_resid_post", "blocks.1.mlp.hook_pre"]),
+        adapter,
+        TEXTS,
+        batch_size=2,
+    )
+    gc.collect()
+    assert len(refs) == 8  # 4 batches x 2 sites
+    assert all(r() is None for r in refs)
