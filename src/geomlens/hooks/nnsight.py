@@ -39,7 +39,15 @@ from geomlens.hooks.architectures import (
     table_for_config,
     table_named,
 )
-from geomlens.hooks.base import EMBED_SITE, Adapter, EditFn, count_torch_hooks, layer_of
+from geomlens.hooks.base import (
+    EMBED_SITE,
+    Adapter,
+    EditFn,
+    checked_edit,
+    count_torch_hooks,
+    eval_mode,
+    layer_of,
+)
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
@@ -252,7 +260,7 @@ class NNsightAdapter(Adapter):
             for site in location.sites:
                 for edit_site, edit in edits:
                     if edit_site == site:
-                        activation = _checked_edit(edit, activation, site)
+                        activation = checked_edit(edit, activation, site)
                 if site in wanted:
                     captured[site] = activation.detach().clone()
             if activation is original:
@@ -278,15 +286,9 @@ class NNsightAdapter(Adapter):
         kwargs = self._forward_kwargs(inputs)
         wanted_set = set(wanted)
         captured: dict[str, torch.Tensor] = {}
-        modes = [(module, module.training) for module in self._module.modules()]
-        self._module.eval()
-        try:
-            with torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
-                self._visit(plan, wanted_set, edits, captured)
-                tracer.stop()  # nothing after the last site is needed (e.g. the LM head)
-        finally:
-            for module, training in modes:
-                module.training = training
+        with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
+            self._visit(plan, wanted_set, edits, captured)
+            tracer.stop()  # nothing after the last site is needed (e.g. the LM head)
         return {site: captured[site] for site in wanted}
 
     # -- safety ------------------------------------------------------------------------------
@@ -302,17 +304,6 @@ def _quiet_envoy(module: torch.nn.Module) -> NNsight:
         # resolves paths with that rule (see `_envoy_at`).
         warnings.simplefilter("ignore", UserWarning)
         return NNsight(module)
-
-
-def _checked_edit(edit: EditFn, activation: torch.Tensor, site: str) -> torch.Tensor:
-    replaced = edit(activation)
-    if not isinstance(replaced, torch.Tensor) or replaced.shape != activation.shape:
-        shape = tuple(replaced.shape) if isinstance(replaced, torch.Tensor) else type(replaced)
-        raise ValueError(
-            f"An edit at {site!r} must return a tensor of shape {tuple(activation.shape)}; "
-            f"it returned {shape}."
-        )
-    return replaced
 
 
 def _is_decoder(config: Any) -> bool:
