@@ -71,16 +71,20 @@ def finite_ball(
     d = np.asarray(distances, dtype=float)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"distances must be a square (N, N) matrix; got shape {d.shape}")
-    n_points = d.shape[0]
-    if weights is None:
-        nu = np.full(n_points, 1.0 / n_points)
-    else:
-        nu = np.asarray(weights, dtype=float)
-        if nu.shape != (n_points,) or np.any(nu < 0) or not nu.sum() > 0:
-            raise ValueError(
-                f"weights must be {n_points} non-negative numbers with a positive sum; got {nu}"
-            )
-        nu = nu / nu.sum()
+    nu = stimulus_measure(weights, d.shape[0])
     eps = _radius(eps)
     inside = d < eps[..., None, None]
     return inside @ nu
+
+
+def stimulus_measure(weights: ArrayLike | None, size: int) -> np.ndarray:
+    """The probability measure ν over ``size`` stimuli: uniform, or ``weights`` normalised."""
+    if weights is None:
+        return np.full(size, 1.0 / size)
+    nu = np.asarray(weights, dtype=float)
+    if nu.shape != (size,) or np.any(nu < 0) or not nu.sum() > 0:
+        raise ValueError(
+            f"weights must be {size} non-negative numbers with a positive sum (the measure ν); "
+            f"got shape {nu.shape}"
+        )
+    return nu / nu.sum()

@@ -29,6 +29,8 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 from scipy.stats import binom
 
+from geomlens.theory.balls import stimulus_measure
+
 __all__ = [
     "Accuracy",
     "CandidateProfile",
@@ -495,15 +497,7 @@ def evaluate(
         raise ValueError("similarities must be finite and >= 0 (the Luce rule needs g >= 0)")
     n = _candidates(n)
     size = dist.shape[0]
-    if weights is None:
-        nu = np.full(size, 1.0 / size)
-    else:
-        nu = np.asarray(weights, dtype=float)
-        if nu.shape != (size,) or np.any(nu < 0) or not nu.sum() > 0:
-            raise ValueError(
-                f"weights must be {size} non-negative numbers with a positive sum (the measure ν)"
-            )
-        nu = nu / nu.sum()
+    nu = stimulus_measure(weights, size)
     if method not in ("auto", "exact", "monte_carlo"):
         raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
     if not isinstance(samples, (int, np.integer)) or samples < 2:
