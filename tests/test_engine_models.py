@@ -199,3 +199,17 @@ def test_no_captured_activation_outlives_its_batch(backend):
     gc.collect()
     assert len(refs) == 8  # 4 batches x 2 sites
     assert all(r() is None for r in refs)
+
+
+def test_results_record_the_interventions_they_ran_under():
+    adapter, _ = make_adapter("nnsight")
+    site = "blocks.1.hook_resid_post"
+    plain = gl.run("activation-stats", adapter, TEXTS, site=site)
+    with adapter.intervene("blocks.0.mlp.hook_post", lambda act: act * 0):
+        ablated = gl.run("activation-stats", adapter, TEXTS, site=site)
+    again = gl.run("activation-stats", adapter, TEXTS, site=site)
+    assert plain.provenance["interventions"] == [] == again.provenance["interventions"]
+    assert ablated.provenance["interventions"] == ["blocks.0.mlp.hook_post"]
+    key = f"{site}.mean_norm"
+    assert ablated[key] != pytest.approx(plain[key], rel=1e-4)
+    assert again[key] == plain[key]

@@ -184,6 +184,8 @@ def run(
         "max_length": max_length,
         "device": str(adapter.device),
         "fused_with": [a.name for a in built],
+        # A result computed under an intervention must say so: the sites edited, in order.
+        "interventions": [site for site, _ in adapter.active_edits],
         "versions": library_versions(),
         "forward_seconds": round(elapsed, 4),
     }
