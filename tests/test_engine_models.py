@@ -205,7 +205,7 @@ def test_results_record_the_interventions_they_ran_under():
     adapter, _ = make_adapter("nnsight")
     site = "blocks.1.hook_resid_post"
     plain = gl.run("activation-stats", adapter, TEXTS, site=site)
-    with adapter.intervene("blocks.0.mlp.hook_post", lambda act: act * 0):
+    with adapter.intervene("blocks.0.mlp.hook_post", lambda act: act + 5.0):
         ablated = gl.run("activation-stats", adapter, TEXTS, site=site)
     again = gl.run("activation-stats", adapter, TEXTS, site=site)
     assert plain.provenance["interventions"] == [] == again.provenance["interventions"]
