@@ -84,3 +84,11 @@ def test_check_minilm_passes():
     done = runner.invoke(app, ["check", "all-MiniLM-L6-v2"])
     assert done.exit_code == 0, done.output
     assert "FAIL" not in done.output and "left-padding" in done.output
+
+
+def test_unloadable_model_says_what_would_work(tmp_path):
+    done = runner.invoke(
+        app, ["run", "activation-stats", "--model", str(tmp_path / "no-model"), "--limit", "2"]
+    )
+    assert done.exit_code == 2
+    assert "Could not load model" in done.output and "save_pretrained" in done.output

@@ -120,12 +120,16 @@ def load(
                 "device 'cuda' was asked for but torch sees no CUDA GPU here; use --device cpu."
             )
     if backend == "transformer-lens":
-        from geomlens.hooks.transformer_lens import load_transformer_lens
-
-        adapter = load_transformer_lens(source, device=device, dtype=dtype)
+        from geomlens.hooks.transformer_lens import load_transformer_lens as loader
     else:
-        from geomlens.hooks.nnsight import load_nnsight
-
-        adapter = load_nnsight(source, device=device, dtype=dtype)
+        from geomlens.hooks.nnsight import load_nnsight as loader
+    try:
+        adapter = loader(source, device=device, dtype=dtype)
+    except OSError as error:
+        raise OSError(
+            f"Could not load model {model_id!r}: {error}\nGive a local folder with the model's "
+            "config, weights and tokenizer (as written by save_pretrained), or a hub name where "
+            f"the hub is reachable; the bundled default works offline: {DEFAULT_MODEL!r}."
+        ) from error
     adapter.model_id = model_id
     return adapter
