@@ -65,3 +65,17 @@ def test_newer_schema_is_refused():
 def test_missing_metric_message():
     with pytest.raises(KeyError, match="has no metric 'zz'"):
         make_result()["zz"]
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        path = make_result().to_json(tmp_path / "r.json") and tmp_path / "r.json"
+        figure_path = atomic_save_figure(plt.figure(), tmp_path / "f.png")
+    finally:
+        os.umask(umask)
+    for written in (path, figure_path):
+        assert stat.S_IMODE(written.stat().st_mode) == 0o644

@@ -38,6 +38,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _default_permissions(path: str) -> None:
+    """mkstemp creates files readable by the owner only; give the file the mode a plain
+    ``open(path, "w")`` would have (0o666 less the umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
     target = Path(path)
@@ -48,6 +56,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        _default_permissions(tmp)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -63,6 +72,7 @@ def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwar
     os.close(fd)
     try:
         figure.savefig(tmp, **savefig_kwargs)
+        _default_permissions(tmp)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -191,6 +191,10 @@ def _save_atomically(figure: Figure, path: str | os.PathLike[str]) -> Path:
     try:
         with os.fdopen(descriptor, "wb") as handle:
             figure.savefig(handle, format=image_format, dpi=120)
+        # mkstemp makes owner-only files; give the figure a plain open()'s mode (0o666 − umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, destination)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
