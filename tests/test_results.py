@@ -73,7 +73,8 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 
     umask = os.umask(0o022)
     try:
-        path = make_result().to_json(tmp_path / "r.json") and tmp_path / "r.json"
+        path = tmp_path / "r.json"
+        make_result().to_json(path)
         figure_path = atomic_save_figure(plt.figure(), tmp_path / "f.png")
     finally:
         os.umask(umask)
