@@ -6,10 +6,12 @@ then ``os.replace``) so a crash never leaves a half-written file where a result 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,46 +40,41 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _default_permissions(path: str) -> None:
-    """mkstemp creates files readable by the owner only; give the file the mode a plain
-    ``open(path, "w")`` would have (0o666 less the umask)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+@contextlib.contextmanager
+def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
+    """Yield a temporary path beside ``path``; once the caller has written it, give it the
+    mode a plain ``open(path, "w")`` would have (mkstemp makes owner-only files) and move it
+    over ``path`` in one step. On any error the temporary file is removed and ``path`` is left
+    as it was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _default_permissions(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    with _atomic_replace(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Path(path)
 
 
 def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
     """Save a matplotlib figure atomically (format taken from the suffix of ``path``)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
+    with _atomic_replace(path, Path(path).suffix) as tmp:
         figure.savefig(tmp, **savefig_kwargs)
-        _default_permissions(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return Path(path)
 
 
 @dataclass
