@@ -137,16 +137,20 @@ def run_command(
     if site:
         options["site"] = site[0] if len(site) == 1 else site
     try:
+        from geomlens.engine import build_analyses
+
+        (built,) = build_analyses(analysis, options)
         adapter = gl.load(model, backend=backend, device=device)
+        # With no --data, each analysis runs on its own shipped data (stimuli, concept sets, …).
+        inputs = load_data(data, limit) if data is not None else built.default_data(adapter)
         result = gl.run(
-            analysis,
+            built,
             adapter,
-            load_data(data, limit),
+            inputs,
             batch_size=batch_size,
             max_length=max_length,
             seed=seed,
             progress=True,
-            **options,
         )
     except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
         raise _fail(str(error)) from error

@@ -117,6 +117,17 @@ class Analysis(ABC):
         """Dataset columns the analysis reads (checked before the first forward pass)."""
         return ()
 
+    def default_data(self, adapter: Adapter) -> Any:
+        """The data this analysis runs on when the user gives none (``geomlens run NAME``).
+
+        Analyses with their own shipped stimuli (years, concept sets, calibration / held-out /
+        OOD text) override this; anything :func:`geomlens.data.dataset.as_dataset` accepts may
+        be returned. The default is the bundled English corpus (standard-library docstrings).
+        """
+        from geomlens.data.corpus import stdlib_paragraphs
+
+        return stdlib_paragraphs(64)
+
     def setup(self, context: RunContext) -> None:
         """Called once before the first batch."""
         self.context = context
