@@ -211,3 +211,127 @@ def _check_sample_size(N: float) -> None:
 def _check_nonnegative(name: str, value: float) -> None:
     if not 0.0 <= value < math.inf:
         raise ValueError(f"{name} is a loss in bits: expected a finite value >= 0, got {value}")
+
+
+# -- the released-code form ----------------------------------------------------------------------
+#
+# The authors' released code, whose output the paper's published figure shows, computes another
+# form: the per-token mean active count k takes the place of the pool size, N counts held-out
+# *tokens*, there is no pool-mismatch term, and a union bound over the integer k adds a term:
+#
+#     U_released = R̂ + ε̂ + 4B √(k ln(em/k) / N) + B √(ln(π² k² / (6δ)) / (2N)) + B √(ln(1/δ) / (2N)).
+#
+# It is offered beside the pool form (the default, above) so that both published numbers can be
+# reproduced; the two are not interchangeable.
+
+
+@dataclass(frozen=True)
+class ReleasedCodeBound:
+    """The terms of the released-code form of the bound, by name, in bits per token."""
+
+    empirical_risk: float
+    """R̂: mean smoothed loss of the sparse proxy."""
+    eps_loss: float
+    """ε̂_loss: mean absolute loss gap between the model and its sparse proxy."""
+    complexity: float
+    """4B √(k ln(em/k) / N)."""
+    k_union: float
+    """B √(ln(π² k² / (6δ)) / (2N)): the union bound over the sparsity level k."""
+    confidence: float
+    """B √(ln(1/δ) / (2N))."""
+    total: float
+    """U, the sum of the five terms above."""
+    vacuity_threshold: float
+    """log2 V: the loss of a uniform guess over the vocabulary."""
+    non_vacuous: bool
+    """Whether U < log2 V."""
+    loss_bound: float
+    """B = log2(V / a)."""
+    sparse_dimension: float
+    """k ln(em/k) with k the mean per-token active count."""
+
+
+def released_bound(
+    *,
+    k: float,
+    m: float,
+    N: float,
+    V: float,
+    risk: float,
+    eps_loss: float = 0.0,
+    delta: float = DELTA,
+    a: float = SMOOTHING,
+) -> ReleasedCodeBound:
+    """The released-code form of the bound on ``N`` held-out tokens, term by term.
+
+    Args:
+        k: mean number of active latents per token (real-valued).
+        m: dictionary size of the sparse autoencoder.
+        N: number of held-out tokens.
+        V: vocabulary size.
+        risk: empirical risk R̂ of the sparse proxy, in smoothed bits per token.
+        eps_loss: mean absolute loss gap ε̂_loss between the model and the proxy.
+        delta: failure probability.
+        a: smoothing weight of the loss.
+    """
+    _check_sample_size(N)
+    loss_bound, slopes = _released_terms(k, m, V, risk, eps_loss, delta, a)
+    complexity, k_union, confidence = (loss_bound * s / math.sqrt(N) for s in slopes)
+    total = risk + eps_loss + complexity + k_union + confidence
+    threshold = math.log2(V)
+    return ReleasedCodeBound(
+        empirical_risk=risk,
+        eps_loss=eps_loss,
+        complexity=complexity,
+        k_union=k_union,
+        confidence=confidence,
+        total=total,
+        vacuity_threshold=threshold,
+        non_vacuous=total < threshold,
+        loss_bound=loss_bound,
+        sparse_dimension=ssd(k, m) if k > 0 else 0.0,
+    )
+
+
+def released_crossing_size(
+    *,
+    k: float,
+    m: float,
+    V: float,
+    risk: float,
+    eps_loss: float = 0.0,
+    delta: float = DELTA,
+    a: float = SMOOTHING,
+) -> float:
+    """Held-out size N* (in tokens) at which the released-code form reaches ``log2 V``.
+
+    U(N) = C + A / √N with C = R̂ + ε̂ and A = B (4 √(k ln(em/k)) + √(ln(π²k²/(6δ)) / 2) +
+    √(ln(1/δ) / 2)); N* = (A / (log2 V − C))², ``math.inf`` when C >= log2 V.
+    """
+    loss_bound, slopes = _released_terms(k, m, V, risk, eps_loss, delta, a)
+    margin = math.log2(V) - (risk + eps_loss)
+    if margin <= 0.0:
+        return math.inf
+    return (loss_bound * sum(slopes) / margin) ** 2
+
+
+def _released_terms(
+    k: float, m: float, V: float, risk: float, eps_loss: float, delta: float, a: float
+) -> tuple[float, tuple[float, float, float]]:
+    """Validate; return B and the three slopes (each term is B · slope / √N)."""
+    _check_pool(k, m)
+    _check_nonnegative("risk", risk)
+    _check_nonnegative("eps_loss", eps_loss)
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta is a failure probability: expected 0 < delta < 1, got {delta}")
+    loss_bound = smoothed_loss_bound(V, a)
+    dimension = ssd(k, m) if k > 0 else 0.0
+    # For k < √(6δ)/π (a dictionary that almost never fires) the union term's logarithm turns
+    # negative; the union over k >= 1 it stands for costs at least nothing, so it is floored at 0.
+    union = max(math.log(math.pi**2 * k**2 / (6.0 * delta)), 0.0) if k > 0 else 0.0
+    slopes = (
+        4.0 * math.sqrt(dimension),
+        math.sqrt(union / 2.0),
+        math.sqrt(math.log(1.0 / delta) / 2.0),
+    )
+    return loss_bound, slopes
