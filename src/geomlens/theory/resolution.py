@@ -404,19 +404,77 @@ def _index_tuples(
         yield idx, reduce(np.multiply, [nu[i] for i in idx])[:, None] * nu
 
 
-def _exact(sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int) -> tuple[float, float]:
+def _all_distinct(idx: tuple[np.ndarray, ...], size: int) -> np.ndarray:
+    """(rows, size) mask of the enumerated tuples (``idx`` then a trailing axis) that repeat
+    no stimulus."""
+    trailing = np.arange(size)
+    distinct = np.ones((len(idx[0]) if idx else 1, size), dtype=bool)
+    for k, first in enumerate(idx):
+        distinct &= first[:, None] != trailing
+        for second in idx[k + 1 :]:
+            distinct &= (first != second)[:, None]
+    return distinct
+
+
+def _exact(
+    sim: np.ndarray, dist: np.ndarray, nu: np.ndarray, n: int, distinct: bool = False
+) -> tuple[float, float]:
+    # With distinct draws the tuples that repeat a stimulus get weight 0 and the rest are
+    # renormalised: ν^(n+1) conditioned on all-distinct (uniform over distinct tuples for
+    # uniform ν).
+    size = len(nu)
     # Similarity: (probe, candidates 1..n-1) enumerated, candidate n the trailing axis.
-    p_s = 0.0
+    p_s, mass = 0.0, 0.0
     for (probe, *first), weight in _index_tuples(nu, n):
+        if distinct:
+            weight = weight * _all_distinct((probe, *first), size)
         similarity = [sim[probe, x][:, None] for x in first] + [sim[probe]]
         distance = [dist[probe, x][:, None] for x in first] + [dist[probe]]
         p_s += float((weight * _luce_closest(similarity, distance)).sum())
+        mass += float(weight.sum())
+    p_s /= mass
     # Identification: (probe = target, distractors 2..n-1) enumerated, distractor n trailing.
-    p_i = 0.0
+    p_i, mass = 0.0, 0.0
     for (probe, *first), weight in _index_tuples(nu, n - 1):
+        if distinct:
+            weight = weight * _all_distinct((probe, *first), size)
         distractors = [sim[probe, x][:, None] for x in first] + [sim[probe]]
         p_i += float((weight * _luce_target(sim[probe, probe][:, None], distractors)).sum())
-    return p_s, p_i
+        mass += float(weight.sum())
+    return p_s, p_i / mass
+
+
+def _draw(
+    nu: np.ndarray, shape: tuple[int, int], distinct: bool, rng: np.random.Generator
+) -> np.ndarray:
+    """(count, trials) stimulus indices; with ``distinct``, the ``count`` of each trial are
+    different stimuli (ν^count conditioned on all-distinct)."""
+    count, trials = shape
+    if not distinct:
+        return rng.choice(len(nu), shape, p=nu)
+    if np.all(nu == nu[0]):
+        # Uniform ν: the first ``count`` of a random permutation, from random sort keys.
+        keys = rng.random((trials, len(nu)))
+        return np.argpartition(keys, count - 1, axis=1)[:, :count].T
+    # Any other ν: redraw the trials that repeat a stimulus (rejection keeps the conditional).
+    draws = rng.choice(len(nu), shape, p=nu)
+    while True:
+        ordered = np.sort(draws, axis=0)
+        repeated = np.any(ordered[1:] == ordered[:-1], axis=0)
+        if not repeated.any():
+            return draws
+        draws[:, repeated] = rng.choice(len(nu), (count, int(repeated.sum())), p=nu)
+
+
+def _sampled_choice(similarity: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """The index of the candidate a Luce chooser picks in each trial (uniform if all g are 0)."""
+    stacked = np.stack(np.broadcast_arrays(*similarity))
+    total = stacked.sum(0)
+    uniform = np.full_like(stacked, 1.0 / len(similarity))
+    probability = np.divide(stacked, total, out=uniform, where=total > 0)
+    threshold = rng.random(total.shape)
+    chosen = (np.cumsum(probability, axis=0) < threshold).sum(0)
+    return np.minimum(chosen, len(similarity) - 1)  # guards the cumulative sum's rounding
 
 
 def _monte_carlo(
@@ -426,19 +484,34 @@ def _monte_carlo(
     n: int,
     samples: int,
     rng: np.random.Generator,
+    distinct: bool = False,
+    sampled: bool = False,
 ) -> tuple[float, float, float, float]:
-    size = len(nu)
     sums = np.zeros(2)
     squares = np.zeros(2)
     step = max(1, _CHUNK // n)
     for start in range(0, samples, step):
         trials = min(step, samples - start)
-        probe = rng.choice(size, trials, p=nu)
-        cand = rng.choice(size, (n, trials), p=nu)
-        correct = _luce_closest([sim[probe, x] for x in cand], [dist[probe, x] for x in cand])
+        drawn = _draw(nu, (n + 1, trials), distinct, rng)
+        probe, cand = drawn[0], drawn[1:]
+        similarity = [sim[probe, x] for x in cand]
+        distance = [dist[probe, x] for x in cand]
         # The identification probe is a copy of the target; the target is drawn like the
-        # probe, and the distractors are fresh candidates.
-        target = _luce_target(sim[probe, probe], [sim[probe, x] for x in cand[1:]])
+        # probe, and the distractors are fresh candidates (distinct from it if asked).
+        distractors = [sim[probe, x] for x in cand[1:]]
+        if sampled:
+            # Score a sampled choice: right when it lands on the answer, which is one of the
+            # closest candidates at random (the identification answer is the target, 0).
+            closest_d = reduce(np.minimum, distance)
+            closest = np.stack([d == closest_d for d in distance])
+            ties = closest.sum(0)
+            answer_rank = np.floor(rng.random(trials) * ties)
+            answer = (np.cumsum(closest, axis=0) <= answer_rank).sum(0)
+            correct = (_sampled_choice(similarity, rng) == answer).astype(float)
+            target = (_sampled_choice([sim[probe, probe], *distractors], rng) == 0).astype(float)
+        else:
+            correct = _luce_closest(similarity, distance)
+            target = _luce_target(sim[probe, probe], distractors)
         for k, d in enumerate((correct, target)):
             sums[k] += d.sum()
             squares[k] += (d**2).sum()
@@ -458,12 +531,17 @@ def evaluate(
     samples: int = 200_000,
     seed: int | np.random.Generator | None = 0,
     max_exact: int = 30_000_000,
+    draws: Literal["independent", "distinct"] = "independent",
+    choice: Literal["expected", "sampled"] = "expected",
 ) -> Accuracy:
     """Expected p_S^n and p_I^n of a finite stimulus set under a given similarity (SPEC §1.1).
 
-    Probe and candidates are drawn independently from ν (with replacement, as in the theory:
-    a candidate may equal the probe or another candidate). D_correct is the expected Luce
-    probability, not a sampled choice. Ties: when several candidates are equally close to the
+    By default probe and candidates are drawn independently from ν (with replacement, as in
+    the theory: a candidate may equal the probe or another candidate) and D_correct is the
+    expected Luce probability, not a sampled choice. ``draws="distinct"`` and
+    ``choice="sampled"`` reproduce experiments run the other way (the paper's released code
+    draws n + 1 distinct stimuli and scores sampled choices); with distinct draws a trial's
+    stimuli never repeat, so its accuracies differ from the theory's by O(n / N). Ties: when several candidates are equally close to the
     probe (exact equality of ``distances``; round them first if they carry float noise), the
     correct answer is any of them at random, i.e. D_correct is the mean of their D_i. If
     every similarity in a trial is 0 the choice is uniform (D = 1/n).
@@ -481,6 +559,13 @@ def evaluate(
         samples: Monte-Carlo trials.
         seed: seed or generator of the Monte-Carlo draws.
         max_exact: the largest enumeration ``"auto"`` treats exactly.
+        draws: ``"independent"`` (the theory) or ``"distinct"``: the probe and the n
+            candidates of a similarity trial are n + 1 different stimuli, the target and the
+            n − 1 distractors of an identification trial n different ones (ν^(n+1)
+            conditioned on all-distinct; uniformly random distinct stimuli for uniform ν).
+        choice: ``"expected"`` scores the Luce probability of the right answer; ``"sampled"``
+            samples one choice per trial from the Luce rule (seeded) and scores it 0 or 1, as
+            an experiment does; it needs Monte Carlo.
 
     Returns:
         :class:`Accuracy`, which unpacks as ``(p_s, p_i)`` and carries standard errors.
@@ -502,11 +587,25 @@ def evaluate(
         raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
     if not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2 (Monte-Carlo trials); got {samples!r}")
+    if draws not in ("independent", "distinct"):
+        raise ValueError(f"draws must be 'independent' or 'distinct'; got {draws!r}")
+    if choice not in ("expected", "sampled"):
+        raise ValueError(f"choice must be 'expected' or 'sampled'; got {choice!r}")
+    distinct = draws == "distinct"
+    if distinct and np.count_nonzero(nu) < n + 1:
+        raise ValueError(
+            f"draws='distinct' needs at least n + 1 = {n + 1} stimuli of positive weight; "
+            f"got {np.count_nonzero(nu)}"
+        )
+    if choice == "sampled" and method == "exact":
+        raise ValueError("choice='sampled' scores random choices: use method='monte_carlo'")
     if n == 1:
         # A single candidate is always the closest, and a lone target is always chosen.
         return Accuracy(1.0, 1.0, 0.0, 0.0, n, True)
-    if method == "exact" or (method == "auto" and size ** (n + 1) <= max_exact):
-        p_s, p_i = _exact(sim, dist, nu, n)
+    exact_fits = method == "auto" and size ** (n + 1) <= max_exact
+    if choice == "expected" and (method == "exact" or exact_fits):
+        p_s, p_i = _exact(sim, dist, nu, n, distinct)
         return Accuracy(p_s, p_i, 0.0, 0.0, n, True)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    return Accuracy(*_monte_carlo(sim, dist, nu, n, samples, rng), n, False)
+    estimate = _monte_carlo(sim, dist, nu, n, samples, rng, distinct, choice == "sampled")
+    return Accuracy(*estimate, n, False)
