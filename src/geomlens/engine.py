@@ -7,11 +7,14 @@ and the analyses' statistics, never on the number of inputs.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.metadata
+import os
 import platform
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,7 +22,16 @@ import torch
 from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
+from geomlens.checkpoint import Checkpoint, Progress, RowDigest
 from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.data.streaming import StreamedData, as_stream, is_streamed
+from geomlens.distributed import (
+    SINGLE_PROCESS,
+    Shard,
+    broadcast_from_main,
+    current_shard,
+    gather_to_main,
+)
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.registry import analysis_class
@@ -95,10 +107,150 @@ def union_sites(analyses: Sequence[Analysis], adapter: Adapter) -> list[str]:
     return sorted(wanted, key=lambda s: order.get(s, len(order)))
 
 
+@dataclass
+class FeedSummary:
+    """What a pass over the data did: the sites read, and the rows and tokens folded in."""
+
+    sites: list[str]
+    rows: int = 0
+    tokens: int = 0
+
+
+def _check_columns(analyses: Sequence[Analysis], columns: Sequence[str]) -> None:
+    missing = {a.name: sorted(set(a.required_columns()) - set(columns)) for a in analyses}
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        raise ValueError(
+            "The data lacks columns the analyses need: "
+            + "; ".join(f"{name} needs {cols}" for name, cols in missing.items())
+            + f". Columns given: {sorted(columns) or 'none'}."
+        )
+
+
+def _numbered_batches(
+    data: Dataset | StreamedData, rows: np.ndarray | None, batch_size: int, shard: Shard
+) -> Iterator[tuple[int, Dataset, np.ndarray, np.ndarray]]:
+    """``(batch number, dataset, its rows to encode, their global row numbers)`` for the batches
+    of this shard. Batch ``b`` is always rows ``[b·B, (b+1)·B)``, whatever the number of ranks."""
+    if isinstance(data, Dataset):
+        rows = np.arange(len(data)) if rows is None else np.asarray(rows)
+        chunks = list(batch_indices(len(rows), batch_size))
+        for number in shard.block(len(chunks)):
+            yield number, data, rows[chunks[number]], rows[chunks[number]]
+        return
+    for number, chunk in enumerate(data.chunks(batch_size)):
+        if shard.owns_streamed(number):
+            local = np.arange(len(chunk))
+            yield number, chunk, local, number * batch_size + local
+
+
+def _feed(
+    analyses: Sequence[Analysis],
+    adapter: Adapter,
+    data: Dataset | StreamedData,
+    *,
+    batch_size: int,
+    padding_side: PaddingSide,
+    max_length: int | None,
+    progress: bool | None,
+    seed: int,
+    rows: np.ndarray | None = None,
+    shard: Shard = SINGLE_PROCESS,
+    checkpoint: Checkpoint | None = None,
+) -> FeedSummary:
+    """The hot loop: one forward pass per batch of this shard, every analysis updated.
+
+    Nothing here reads a device value back to the host per batch (token counts accumulate on
+    the device and are read for the progress bar at most once a second), so a GPU run is never
+    stalled by the loop itself.
+    """
+    sized = isinstance(data, Dataset)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    columns = tuple(data.columns)
+    _check_columns(analyses, columns)
+    sites = union_sites(analyses, adapter)
+    num_examples = len(data) if sized else data.length
+    context = RunContext(adapter, num_examples, seed, columns)
+    for analysis in analyses:
+        if analysis.context is None:
+            analysis.setup(context)
+    saved = checkpoint.load(adapter.device) if checkpoint is not None else None
+    done = saved.progress if saved is not None else Progress()
+    if saved is not None:
+        for analysis, state in zip(analyses, saved.states):
+            analysis.load_state_dict(state)
+    digest, verified = RowDigest(), saved is None
+
+    def verify() -> None:
+        if digest.rows != done.rows or digest.hexdigest() != done.digest:
+            raise ValueError(
+                f"The data differ from the checkpointed run's: its first {done.rows} rows (this "
+                f"rank's) are not the rows read now ({digest.rows} rows, other content). Resume "
+                "with the same data in the same order, or use another checkpoint directory."
+            )
+
+    if sized:
+        length = len(data) if rows is None else len(rows)
+        block = shard.block(-(-length // batch_size))
+        total = max(0, min(block.stop * batch_size, length) - block.start * batch_size)
+    else:
+        total = data.length if shard.world_size == 1 else None
+    bar = tqdm(
+        total=total,
+        desc="geomlens",
+        unit="row",
+        disable=(None if progress is None else not progress) or not shard.is_main,
+        leave=False,
+    )
+    tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
+    shown_at = time.monotonic()
+    since_save, rows_done = 0, done.rows
+    with bar:
+        for number, chunk, index, global_rows in _numbered_batches(data, rows, batch_size, shard):
+            if number < done.next_batch:  # folded in before the checkpoint: read, check, skip
+                if checkpoint is not None:
+                    digest.update(chunk, index)
+                bar.update(len(index))
+                continue
+            if not verified:
+                verify()
+                verified = True
+            inputs = adapter.encode(chunk, index, padding_side=padding_side, max_length=max_length)
+            if not sized:
+                inputs = dataclasses.replace(inputs, index=global_rows)
+            batch = Batch(adapter.capture(inputs, sites), inputs, chunk.column_batch(index))
+            for analysis in analyses:
+                analysis.update(batch)
+            tokens += inputs.attention_mask.sum()
+            del batch, inputs  # nothing of a finished batch outlives its iteration
+            rows_done += len(index)
+            bar.update(len(index))
+            if not bar.disable and time.monotonic() - shown_at > 1.0:
+                bar.set_postfix(tokens=int(tokens + done.tokens), refresh=False)
+                shown_at = time.monotonic()
+            if checkpoint is not None:
+                digest.update(chunk, index)
+                done = Progress(number + 1, digest.rows, done.tokens, digest.hexdigest())
+                since_save += 1
+                if since_save >= checkpoint.every:
+                    done.tokens += int(tokens)
+                    tokens.zero_()
+                    checkpoint.save(analyses, done)
+                    since_save = 0
+    if not verified:  # everything was in the checkpoint
+        verify()
+    summary = FeedSummary(sites, rows=rows_done, tokens=done.tokens + int(tokens))
+    if checkpoint is not None:
+        done.tokens, done.complete = summary.tokens, True
+        checkpoint.save(analyses, done)
+    return summary
+
+
 def stream(
     analyses: Sequence[Analysis],
     adapter: Adapter,
-    dataset: Dataset,
+    dataset: Dataset | StreamedData,
     *,
     batch_size: int = 32,
     padding_side: PaddingSide = "right",
@@ -110,31 +262,45 @@ def stream(
     """Feed ``rows`` of ``dataset`` (all by default) through the analyses; return the sites.
 
     This is the data-parallel unit: run it on disjoint rows in several workers, ``merge`` the
-    analyses, finalise once.
+    analyses, finalise once. ``dataset`` may be streamed (``rows`` then cannot be given).
     """
-    missing = {a.name: sorted(set(a.required_columns()) - set(dataset.columns)) for a in analyses}
-    missing = {k: v for k, v in missing.items() if v}
-    if missing:
-        raise ValueError(
-            "The data lacks columns the analyses need: "
-            + "; ".join(f"{name} needs {cols}" for name, cols in missing.items())
-            + f". Columns given: {sorted(dataset.columns) or 'none'}."
-        )
-    sites = union_sites(analyses, adapter)
-    rows = np.arange(len(dataset)) if rows is None else np.asarray(rows)
-    context = RunContext(adapter, len(dataset), seed, tuple(dataset.columns))
-    for analysis in analyses:
-        if analysis.context is None:
-            analysis.setup(context)
-    chunks = [rows[idx] for idx in batch_indices(len(rows), batch_size)]
-    disable = None if progress is None else not progress
-    for index in tqdm(chunks, desc="geomlens", unit="batch", disable=disable, leave=False):
-        inputs = adapter.encode(dataset, index, padding_side=padding_side, max_length=max_length)
-        batch = Batch(adapter.capture(inputs, sites), inputs, dataset.column_batch(index))
-        for analysis in analyses:
-            analysis.update(batch)
-        del batch, inputs  # nothing of a finished batch outlives its iteration
-    return sites
+    if rows is not None and not isinstance(dataset, Dataset):
+        raise ValueError("rows= selects rows of a sized Dataset; streamed data has no row index.")
+    summary = _feed(
+        analyses,
+        adapter,
+        dataset,
+        batch_size=batch_size,
+        padding_side=padding_side,
+        max_length=max_length,
+        progress=progress,
+        seed=seed,
+        rows=rows,
+    )
+    return summary.sites
+
+
+def prepare_data(data: Any, adapter: Adapter) -> Dataset | StreamedData:
+    """``data`` as a sized :class:`Dataset` or as :class:`StreamedData` read row by row.
+
+    Recorded activations are in memory already, so streamed labels for them are read whole.
+    """
+    num_rows = getattr(adapter, "num_rows", None)
+    if not is_streamed(data):
+        return as_dataset(data, num_rows=num_rows)
+    streamed = as_stream(data)
+    if num_rows is not None:
+        return as_dataset(list(streamed.rows()), num_rows=num_rows)
+    return streamed
+
+
+def _fold_ranks(analyses: Sequence[Analysis], gathered: list[Any]) -> None:
+    """Fold the other ranks' states (in rank order) into this rank's analyses."""
+    for states in gathered[1:]:
+        for analysis, state in zip(analyses, states):
+            other = copy.copy(analysis)
+            other.load_state_dict(state)
+            analysis.merge(other)
 
 
 def run(
@@ -147,23 +313,56 @@ def run(
     max_length: int | None = None,
     progress: bool | None = None,
     seed: int = 0,
+    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint_every: int = 50,
+    distributed: bool | None = None,
     **options: Any,
 ) -> Result | dict[str, Result]:
     """Run one analysis (→ :class:`Result`) or several fused in one pass (→ ``{name: Result}``).
 
     ``model`` is an Adapter or anything ``gl.attach`` accepts. ``data``: texts, token ids, a
-    mapping/DataFrame with a ``text`` column and label columns, a Dataset, or None for recorded
-    activations. Keyword ``options`` (``site=…``, ``pooling=…``) go to every analysis that has
-    that option.
+    mapping/DataFrame with a ``text`` column and label columns, a list of row mappings, a
+    Dataset, None for recorded activations, or any iterable of rows read as it streams (a
+    generator, ``geomlens.data.streaming.stream_file(path)``, a ``datasets`` Dataset or
+    IterableDataset). Keyword ``options`` (``site=…``, ``pooling=…``) go to every analysis that
+    has that option.
+
+    ``checkpoint``: a directory where the analysis states are saved every ``checkpoint_every``
+    batches; rerunning with the same arguments resumes there. ``distributed``: inside an
+    initialised torch.distributed process group (None: whenever one is), each rank runs a
+    disjoint shard, rank 0 folds the states and finalises, and every rank returns the results.
+    See docs/scale.md.
     """
     from geomlens.hooks.attach import attach
 
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
-    dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
+    dataset = prepare_data(data, adapter)
+    shard = current_shard() if distributed is not False else SINGLE_PROCESS
+    if distributed and shard.world_size == 1:
+        raise ValueError(
+            "distributed=True needs an initialised torch.distributed process group (start with "
+            "torchrun, or call torch.distributed.init_process_group first)."
+        )
+    run_arguments = {
+        "analyses": [{"name": a.name, "config": a.config.to_dict()} for a in built],
+        "model": adapter.describe(),
+        "interventions": [site for site, _ in adapter.active_edits],
+        "data": f"{len(dataset)} rows"
+        if isinstance(dataset, Dataset)
+        else dataset.describe()["source"],
+        "batch_size": batch_size,
+        "padding_side": padding_side,
+        "max_length": max_length,
+        "seed": seed,
+        "world_size": shard.world_size,
+    }
+    saver = None
+    if checkpoint is not None:
+        saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
-    sites = stream(
+    summary = _feed(
         built,
         adapter,
         dataset,
@@ -172,34 +371,48 @@ def run(
         max_length=max_length,
         progress=progress,
         seed=seed,
+        shard=shard,
+        checkpoint=saver,
+    )
+    gathered = gather_to_main(
+        [[a.state_dict() for a in built], summary.rows, summary.tokens], shard, adapter.device
     )
     elapsed = time.perf_counter() - started
-    provenance = {
-        **adapter.describe(),
-        "sites": sites,
-        "seed": seed,
-        "num_examples": len(dataset),
-        "batch_size": batch_size,
-        "padding_side": padding_side,
-        "max_length": max_length,
-        "device": str(adapter.device),
-        "fused_with": [a.name for a in built],
-        # A result computed under an intervention must say so: the sites edited, in order.
-        "interventions": [site for site, _ in adapter.active_edits],
-        "versions": library_versions(),
-        "forward_seconds": round(elapsed, 4),
-    }
-    results = {}
-    for analysis in built:
-        finalize_start = time.perf_counter()
-        result = analysis.finalize()
-        result.config = analysis.config.to_dict()
-        result.provenance = {
-            **provenance,
-            "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
-            "finalize_seconds": round(time.perf_counter() - finalize_start, 4),
+    results: dict[str, Result] | None = None
+    if gathered is not None:
+        _fold_ranks(built, [states for states, _, _ in gathered])
+        provenance = {
+            **adapter.describe(),
+            "sites": summary.sites,
+            "seed": seed,
+            "num_examples": sum(rows for _, rows, _ in gathered),
+            "num_tokens": sum(tokens for _, _, tokens in gathered),
+            "data_source": run_arguments["data"],
+            "batch_size": batch_size,
+            "padding_side": padding_side,
+            "max_length": max_length,
+            "device": str(adapter.device),
+            "world_size": shard.world_size,
+            "fused_with": [a.name for a in built],
+            # A result computed under an intervention must say so: the sites edited, in order.
+            "interventions": run_arguments["interventions"],
+            "versions": library_versions(),
+            "forward_seconds": round(elapsed, 4),
         }
-        results[analysis.name] = result
+        if saver is not None:
+            provenance["checkpoint"] = str(saver.directory)
+        results = {}
+        for analysis in built:
+            finalize_start = time.perf_counter()
+            result = analysis.finalize()
+            result.config = analysis.config.to_dict()
+            result.provenance = {
+                **provenance,
+                "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
+                "finalize_seconds": round(time.perf_counter() - finalize_start, 4),
+            }
+            results[analysis.name] = result
+    results = broadcast_from_main(results, shard)
     if isinstance(analyses, (str, Analysis, type)):
         return results[built[0].name]
     return results

@@ -70,6 +70,15 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return Path(path)
 
 
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (checkpoints: a crash never leaves half a file)."""
+    with _atomic_replace(path, ".tmp") as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Path(path)
+
+
 def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
     """Save a matplotlib figure atomically (format taken from the suffix of ``path``)."""
     with _atomic_replace(path, Path(path).suffix) as tmp:

@@ -78,7 +78,8 @@ class RunContext:
     """What an analysis may know about the run before the first batch."""
 
     adapter: Adapter
-    num_examples: int
+    #: None when the data is streamed from a source that does not know its length.
+    num_examples: int | None
     seed: int = 0
     columns: tuple[str, ...] = ()
 
@@ -148,6 +149,18 @@ class Analysis(ABC):
     def plot(cls, result: Result, **kwargs: Any) -> Any:
         """A matplotlib figure of ``result``; analyses that have one override this."""
         raise NotImplementedError(f"Analysis {cls.name!r} has no plot.")
+
+    def state_dict(self) -> dict[str, Any]:
+        """The instance's state, picklable, for checkpoints and for gathering across ranks.
+
+        Everything but the run context (which holds the model) and the config. Analyses whose
+        state holds something unpicklable override this and :meth:`load_state_dict`.
+        """
+        return {k: v for k, v in vars(self).items() if k not in ("context", "config")}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace this instance's state by ``state`` (from :meth:`state_dict`)."""
+        vars(self).update(state)
 
     def _check_mergeable(self, other: Analysis) -> None:
         if type(other) is not type(self) or other.config != self.config:

@@ -96,7 +96,13 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
             return Dataset(texts=list(data))
         if all(isinstance(x, Sequence) and not isinstance(x, str) for x in data):
             return Dataset(token_ids=[list(map(int, x)) for x in data])
+        if all(isinstance(x, Mapping) for x in data):  # rows: [{"text": ..., "concept": ...}]
+            from geomlens.data.streaming import normalize_row, rows_to_dataset
+
+            return rows_to_dataset([normalize_row(row, n) for n, row in enumerate(data)])
     raise ValueError(
         f"Cannot use {type(data).__name__} as data. Pass a list of strings, token ids [N, T], a "
-        "mapping/DataFrame with a 'text' column, or a geomlens Dataset."
+        "mapping/DataFrame with a 'text' column, a list of row mappings, any iterable of rows "
+        "(a generator, geomlens.data.streaming.stream_file(path), a datasets Dataset), or a "
+        "geomlens Dataset."
     )

@@ -1,0 +1,255 @@
+"""Streamed data: rows that arrive one at a time from a source of unknown length.
+
+A corpus need not fit in memory. ``gl.run`` accepts any iterable of rows — a generator, a file
+read line by line (:func:`stream_file`), a Hugging Face ``datasets`` ``Dataset`` or
+``IterableDataset`` — and forms batches as the rows arrive. A row is a text, a sequence of token
+ids, or a mapping with a ``text`` (or ``token_ids``) field and label fields (``concept``,
+``coordinate``, …). Every row must be of the first row's kind and carry the same fields.
+
+Exceptions raised by the source itself reach the caller unchanged: nothing here catches them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from geomlens.data.dataset import Dataset
+
+#: Field names that carry the model input of a row (the rest are label columns).
+INPUT_FIELDS = ("text", "token_ids")
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    """``value`` as a list of token ids, or None when it is not a sequence of integers."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 1 and not value.is_floating_point():
+            return value.tolist()
+        return None
+    if isinstance(value, np.ndarray):
+        if value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
+            return value.tolist()
+        return None
+    integers = (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in value)
+    )
+    return [int(x) for x in value] if integers else None
+
+
+def normalize_row(row: Any, number: int) -> dict[str, Any]:
+    """One row as ``{"text" | "token_ids": ..., label: value, ...}``; ``number`` names the row in
+    errors (0-based position in the stream)."""
+    if isinstance(row, str):
+        return {"text": row}
+    if isinstance(row, Mapping):
+        if "text" in row:
+            return {**row, "text": str(row["text"])}
+        if "token_ids" in row:
+            ids = _token_ids(row["token_ids"])
+            if ids is None:
+                raise ValueError(
+                    f"Row {number}: 'token_ids' must be a sequence of integers; got "
+                    f"{type(row['token_ids']).__name__}."
+                )
+            return {**row, "token_ids": ids}
+        raise ValueError(
+            f"Row {number} is a mapping without a 'text' or 'token_ids' field (fields: "
+            f"{sorted(map(str, row))}); give each row a 'text' (or 'token_ids') field."
+        )
+    ids = _token_ids(row)
+    if ids is not None:
+        return {"token_ids": ids}
+    raise ValueError(
+        f"Row {number} is a {type(row).__name__}; a streamed row must be a text, a sequence of "
+        "token ids, or a mapping with a 'text' field and label fields."
+    )
+
+
+def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
+    """A sized :class:`Dataset` from normalised rows of one kind and one set of fields."""
+    if len(rows) == 0:
+        raise ValueError("The data is empty; give at least one example.")
+    first = rows[0]
+    kind = "text" if "text" in first else "token_ids"
+    fields = set(first)
+    for number, row in enumerate(rows):
+        if set(row) != fields:
+            raise ValueError(
+                f"Row {number} has fields {sorted(row)} but the first row has {sorted(fields)}; "
+                "every row needs the same fields."
+            )
+    columns = {
+        name: np.asarray([row[name] for row in rows]) for name in first if name not in INPUT_FIELDS
+    }
+    values = [row[kind] for row in rows]
+    if kind == "text":
+        return Dataset(texts=values, columns=columns)
+    return Dataset(token_ids=values, columns=columns)
+
+
+class StreamedData:
+    """Rows read from ``source`` as they are needed, batched without reading the whole source.
+
+    ``source`` is any iterable of rows. A re-iterable source (a file, a list, a ``datasets``
+    object) is read afresh by every pass; a one-shot iterator (a generator) can be read once.
+    ``length`` (when known) only sizes the progress bar and tells analyses how many rows to
+    expect; ``name`` identifies the source in a result's provenance.
+    """
+
+    def __init__(
+        self,
+        source: Iterable[Any],
+        *,
+        length: int | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+    ) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}.")
+        self.source = source
+        self.limit = limit
+        self.name = name or type(source).__name__
+        self._length = length
+        self._one_shot = iter(source) is source if hasattr(source, "__next__") else False
+        self._started = False
+        self._first: dict[str, Any] | None = None
+        self._pending: Iterator[Any] | None = None  # the rows after the first, once peeked
+
+    def __repr__(self) -> str:
+        return f"StreamedData({self.name!r}, length={self.length})"
+
+    @property
+    def length(self) -> int | None:
+        """Number of rows when the source knows it, else None."""
+        if self._length is None and hasattr(self.source, "__len__"):
+            self._length = len(self.source)  # type: ignore[arg-type]
+        if self._length is not None and self.limit is not None:
+            return min(self._length, self.limit)
+        return self._length
+
+    def _raw_rows(self) -> Iterator[Any]:
+        if self._one_shot and self._started:
+            raise ValueError(
+                f"The data source {self.name!r} is a one-shot iterator (a generator) and has "
+                "already been read; pass a fresh generator, a list or a file for every run."
+            )
+        self._started = True
+        rows = iter(self.source)
+        return itertools.islice(rows, self.limit) if self.limit is not None else rows
+
+    def first_row(self) -> dict[str, Any]:
+        """The first row, normalised (read once and kept, so a generator loses nothing)."""
+        if self._first is None:
+            self._pending = self._raw_rows()
+            try:
+                raw = next(self._pending)
+            except StopIteration:
+                raise ValueError(f"The data source {self.name!r} yielded no rows.") from None
+            self._first = normalize_row(raw, 0)
+        return self._first
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The label fields of the rows (known from the first row)."""
+        return tuple(name for name in self.first_row() if name not in INPUT_FIELDS)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row, normalised and checked against the first row's kind and fields."""
+        first = self.first_row()
+        pending, self._pending = self._pending, None
+        if pending is None:  # read again: a re-iterable source restarts (a generator refuses)
+            pending = self._raw_rows()
+            next(pending, None)  # the first row, which we hold already
+        fields = set(first)
+        yield first
+        for number, raw in enumerate(pending, start=1):
+            row = normalize_row(raw, number)
+            if set(row) != fields:
+                raise ValueError(
+                    f"Row {number} of {self.name!r} has fields {sorted(row)} but the first row "
+                    f"has {sorted(fields)}; every row needs the same fields."
+                )
+            yield row
+
+    def chunks(self, batch_size: int) -> Iterator[Dataset]:
+        """Consecutive ``batch_size``-row :class:`Dataset` chunks (the last may be shorter)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        rows = self.rows()
+        while chunk := list(itertools.islice(rows, batch_size)):
+            yield rows_to_dataset(chunk)
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.name, "length": self.length}
+
+
+class _FileRows:
+    """A re-iterable view of a .txt (one text per non-blank line) or .jsonl file (one JSON
+    object per non-blank line), reopened for every pass and never read whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Any]:
+        with open(self.path, encoding="utf-8") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                line = line.strip()
+                if not line:
+                    continue
+                if self.path.suffix == ".txt":
+                    yield line
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(
+                        f"{self.path}:{line_number} is not valid JSON ({error.msg}); a .jsonl "
+                        "file holds one JSON object per line."
+                    ) from None
+
+    def __len__(self) -> int:
+        with open(self.path, encoding="utf-8") as handle:
+            return sum(1 for line in handle if line.strip())
+
+
+def stream_file(path: str | os.PathLike[str], *, limit: int | None = None) -> StreamedData:
+    """Rows of a .txt file (one text per line) or .jsonl file (objects with a ``text`` field and
+    label fields), read line by line. Blank lines are skipped."""
+    path = Path(path)
+    if path.suffix not in (".txt", ".jsonl"):
+        raise ValueError(
+            f"Can stream only .txt (one text per line) or .jsonl files; got {path.name!r}."
+        )
+    if not path.is_file():
+        raise ValueError(f"Data file {path} does not exist.")
+    return StreamedData(_FileRows(path), name=str(path), limit=limit)
+
+
+def is_streamed(data: Any) -> bool:
+    """Whether ``data`` is read row by row (an iterable that is not an in-memory container)."""
+    if isinstance(data, (StreamedData, _FileRows)):
+        return True
+    in_memory = (Dataset, str, bytes, torch.Tensor, Mapping, Sequence)
+    if data is None or isinstance(data, in_memory):
+        return False
+    if hasattr(data, "to_dict") and hasattr(data, "columns") and not hasattr(data, "features"):
+        return False  # a pandas DataFrame (a datasets.Dataset has .features)
+    return isinstance(data, Iterable)
+
+
+def as_stream(data: Any) -> StreamedData:
+    """Wrap an iterable of rows (see :func:`is_streamed`) as :class:`StreamedData`."""
+    if isinstance(data, StreamedData):
+        return data
+    if hasattr(data, "readline"):  # an open text file: one text per line, blank lines skipped
+        return StreamedData((line.strip() for line in data if line.strip()), name="file")
+    return StreamedData(data)
