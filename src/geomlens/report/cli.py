@@ -1,0 +1,82 @@
+"""The ``geomlens report`` command (mounted on the main CLI by ``geomlens.cli``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def print_summary(report) -> None:
+    """The summary table: one line per analysis, then where the page is."""
+    from geomlens.report.readings import headline
+
+    width = max((len(o.name) for o in report.outcomes), default=8)
+    typer.echo(f"{'analysis':<{width}}  status  rows  seconds  result")
+    for outcome in report.outcomes:
+        status = "ok" if outcome.error is None else "FAILED"
+        text = headline(outcome.result) if outcome.result is not None else outcome.error
+        typer.echo(
+            f"{outcome.name:<{width}}  {status:<6}  {outcome.rows:>4}  {outcome.seconds:>7.1f}  "
+            f"{text}"
+        )
+
+
+def report_command(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", "-m", help="HF model name or local path (default: bundled MiniLM)."
+        ),
+    ] = "all-MiniLM-L6-v2",
+    backend: Annotated[
+        str, typer.Option("--backend", "-b", help="transformer-lens or nnsight.")
+    ] = "nnsight",
+    device: Annotated[
+        str | None, typer.Option("--device", help="cpu, cuda, cuda:1, mps (default: torch's).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for index.html, figures and JSON.")
+    ] = Path("report"),
+    quick: Annotated[
+        bool, typer.Option("--quick", help="A small part of each data set: a first look.")
+    ] = False,
+    analysis: Annotated[
+        list[str] | None,
+        typer.Option("--analysis", "-a", help="Run only these analyses (repeatable; plugins too)."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Inputs per forward pass.")] = 32,
+    max_length: Annotated[
+        int, typer.Option("--max-length", help="Truncate inputs to this many tokens.")
+    ] = 128,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Run every built-in analysis on the model and write a web page of the results."""
+    from geomlens.report.runner import build_report
+
+    started = time.perf_counter()
+    try:
+        report = build_report(
+            model,
+            backend=backend,
+            device=device,
+            out=out,
+            quick=quick,
+            analyses=analysis,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+        )
+    except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from error
+    print_summary(report)
+    typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
+    if report.failed:
+        names = ", ".join(o.name for o in report.failed)
+        typer.secho(
+            f"{len(report.failed)} analysis(es) failed: {names}", fg=typer.colors.RED, err=True
+        )
+        raise typer.Exit(code=1)

@@ -1,0 +1,217 @@
+"""The report's figures: each analysis's own plot, and the theory's curves with the model's points.
+
+Analysis figures come from the analysis's ``plot(result)`` (the report draws through the
+analysis; the result itself is data). Theory figures compute their reference curves with
+``geomlens.theory`` and mark what the model measured, read from the results' public metric
+names. Every figure is saved atomically and closed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from geomlens.report.readings import layer_label, number, per_site
+from geomlens.results import Result, atomic_save_figure
+
+#: Resolution of the saved figures.
+FIGURE_DPI = 110
+
+
+@dataclass
+class TheoryFigure:
+    """A reference figure with the model's points on it, and what it shows in words."""
+
+    title: str
+    file: str
+    reading: list[str]
+
+
+def save_figure(figure, path: Path) -> Path:
+    """Save atomically at the report's resolution and release the figure's memory."""
+    import matplotlib.pyplot as plt
+
+    try:
+        atomic_save_figure(figure, path, dpi=FIGURE_DPI, bbox_inches="tight")
+    finally:
+        plt.close(figure)
+    return path
+
+
+def analysis_figure(analysis: type, result: Result, path: Path) -> Path | None:
+    """Draw ``result`` through its analysis's ``plot``; None when the analysis has no plot.
+
+    The result is first put through a JSON round trip, so the figure shows only what a reader
+    of the saved JSON could draw too.
+    """
+    try:
+        figure = analysis.plot(Result.from_json(result.to_json()))
+    except NotImplementedError:
+        return None
+    return save_figure(figure, path)
+
+
+def _axes(title: str):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.5, 4.6), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots()
+    axes.set_title(title)
+    return figure, axes
+
+
+def _colours(count: int):
+    import matplotlib
+
+    return matplotlib.colormaps["viridis"](np.linspace(0.0, 0.9, max(count, 1)))
+
+
+def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | None:
+    """The (p_I, p_S) plane: universal front, Proposition 1's curve, the model's sites."""
+    source = next(
+        (
+            r
+            for r in results.values()
+            if per_site(r, "p_similarity") and per_site(r, "p_identification")
+        ),
+        None,
+    )
+    if source is None:
+        return None
+    from geomlens.theory import resolution
+
+    p_s = per_site(source, "p_similarity")
+    p_i = per_site(source, "p_identification")
+    sites = [s for s in p_s if s in p_i and not (math.isnan(p_s[s]) or math.isnan(p_i[s]))]
+    figure, axes = _axes("Semantic resolution: where the model sits (n = 2)")
+    front = resolution.pareto_front(401)
+    axes.plot(front.p_i, front.p_s, color="k", label="universal front (Δ = 0, Theorem 1)")
+    for delta in (0.2, 0.5):
+        noisy = resolution.pareto_front(401, delta=delta)
+        axes.plot(
+            noisy.p_i, noisy.p_s, color="grey", linestyle=":", label=f"front with Δ = {delta}"
+        )
+    b = np.linspace(0.0, 1.0, 401)
+    decay_s, decay_i = resolution.linear_decay_circle(b)
+    axes.plot(decay_i, decay_s, linestyle="--", label="linear decay on a circle (Prop. 1)")
+    for colour, site in zip(_colours(len(sites)), sites):
+        axes.plot(p_i[site], p_s[site], "o", color=colour, label=layer_label(site))
+    axes.axhline(0.5, color="lightgrey", linewidth=0.8)
+    axes.set_xlabel("identification accuracy p_I")
+    axes.set_ylabel("similarity accuracy p_S")
+    axes.legend(fontsize=7, loc="lower left")
+    save_figure(figure, path)
+    if sites:
+        last = sites[-1]
+        position = resolution.nearest_on_front(p_s[last], p_i[last], front)
+        words = [
+            "Each dot is one site of the model: its similarity and identification accuracies "
+            "measured on the stimuli. The black curve is the best any representation can do "
+            "when every stimulus has the same neighbourhood size b (the fraction of stimuli it "
+            "treats as alike); Δ is a floor of similarity between unlike stimuli.",
+            f"The last site, {layer_label(last)}, is nearest to the front's point with "
+            f"b = {number(float(position.b))} (the {resolution.regime(float(position.b))} "
+            f"regime), at distance {number(float(position.distance))}.",
+        ]
+    else:
+        words = ["The analysis gave no finite (p_S, p_I) point to place."]
+    return TheoryFigure("Resolution against the universal front", path.name, words)
+
+
+def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> TheoryFigure | None:
+    """α per layer with the deep-linear-network law through its first and last layers."""
+    source = next((r for r in results.values() if per_site(r, "alpha")), None)
+    if source is None:
+        return None
+    from geomlens.theory import abstraction
+
+    alpha = {s: v for s, v in per_site(source, "alpha").items() if not math.isnan(v)}
+    if len(alpha) < 3 or any(abs(v) >= 1 for v in alpha.values()):
+        return None
+    sites = list(alpha)
+    depth = len(sites) - 1
+    law = abstraction.depth_per_layer(alpha[sites[0]], alpha[sites[-1]], depth)
+    figure, axes = _axes("Abstraction across depth")
+    positions = np.arange(len(sites))
+    axes.plot(positions, [alpha[s] for s in sites], "o-", label="measured α (mean over concepts)")
+    axes.plot(positions, law, "k--", label="balanced deep linear network through the end points")
+    axes.set_xticks(positions, [layer_label(s) for s in sites], rotation=45, ha="right", fontsize=7)
+    axes.set_ylabel("abstraction cosine α")
+    axes.legend(fontsize=8)
+    save_figure(figure, path)
+    gap = float(np.max(np.abs(np.asarray([alpha[s] for s in sites]) - law)))
+    words = [
+        "For a balanced deep linear network the theory says artanh α moves linearly from the "
+        "first layer to the last (dashed line, drawn through the model's own end points).",
+        f"The model departs from that line by at most {number(gap)}: the departure is what the "
+        "nonlinearities and training of a real network add to the linear picture.",
+    ]
+    return TheoryFigure("Abstraction against the depth law", path.name, words)
+
+
+def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | None:
+    """The bound U(N) for the model's measured pool, risk and mismatch, with the N used."""
+    source = next((r for r in results.values() if per_site(r, "pool_size")), None)
+    if source is None:
+        return None
+    from geomlens.theory import ssd
+
+    site = list(per_site(source, "pool_size"))[-1]
+    metrics = source.metrics
+    needed = {
+        "P": metrics.get(f"{site}.pool_size"),
+        "m": metrics.get(f"{site}.d_sae", metrics.get(f"{site}.dictionary_size")),
+        "V": metrics.get(f"{site}.vocabulary_size", metrics.get("vocabulary_size")),
+        "risk": metrics.get(f"{site}.risk", metrics.get(f"{site}.empirical_risk")),
+        "N": metrics.get(f"{site}.heldout_sequences", metrics.get(f"{site}.n_heldout")),
+    }
+    if any(v is None or math.isnan(v) for v in needed.values()):
+        return None
+    eps_loss = metrics.get(f"{site}.epsilon_loss", 0.0)
+    eta = metrics.get(f"{site}.eta", 0.0)
+    sizes = np.geomspace(10, max(1e6, needed["N"] * 100), 200)
+    common = {k: needed[k] for k in ("P", "m", "V", "risk")}
+    totals = [ssd.bound(**common, N=n, eps_loss=eps_loss, eta=eta).total for n in sizes]
+    crossing = ssd.crossing_size(**common, eps_loss=eps_loss, eta=eta)
+    used = ssd.bound(**common, N=needed["N"], eps_loss=eps_loss, eta=eta).total
+    figure, axes = _axes(f"SSD bound at {layer_label(site)}")
+    axes.plot(sizes, totals, label="bound U(N)")
+    axes.plot(needed["N"], used, "o", label=f"this run, N = {number(needed['N'])}")
+    axes.axhline(math.log2(needed["V"]), color="k", linestyle="--", label="log2 V (guessing)")
+    if math.isfinite(crossing):
+        axes.axvline(crossing, color="tab:red", linestyle="-.", label=f"N* = {number(crossing)}")
+    axes.set_xscale("log")
+    axes.set_xlabel("held-out sequences N")
+    axes.set_ylabel("bits per token")
+    axes.legend(fontsize=8)
+    save_figure(figure, path)
+    words = [
+        "The bound certifies the model's loss on new text from its sparse proxy; it shrinks like "
+        "1/√N with the number of held-out sequences N and is useful once below log2 V.",
+        f"With this run's pool and losses it reaches that line at N* = {number(crossing)} "
+        f"sequences; this run used N = {number(needed['N'])}.",
+    ]
+    return TheoryFigure("Sparse semantic dimension bound", path.name, words)
+
+
+THEORY_FIGURES: tuple[tuple[str, Callable[[dict[str, Result], Path], TheoryFigure | None]], ...] = (
+    ("theory-resolution.png", pareto_with_model),
+    ("theory-abstraction.png", abstraction_with_depth_law),
+    ("theory-ssd.png", ssd_bound_with_model),
+)
+
+
+def theory_figures(results: dict[str, Result], folder: Path) -> list[TheoryFigure]:
+    """Every theory figure the results allow, saved in ``folder``."""
+    drawn = []
+    for file, draw in THEORY_FIGURES:
+        figure = draw(results, folder / file)
+        if figure is not None:
+            drawn.append(figure)
+    return drawn

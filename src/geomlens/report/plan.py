@@ -1,0 +1,163 @@
+"""Which analyses the report runs, on which data, in how few passes.
+
+Every analysis names its own shipped data (``Analysis.default_data``). Analyses whose data is
+the same (same texts or token ids, same columns) share one ``gl.run`` call, so the engine
+captures the union of their sites in one forward pass per batch. ``--quick`` keeps a small,
+still well-formed part of each data set: whole contexts (so a concept keeps both its values
+in each kept context), every task and every condition, and evenly spaced rows elsewhere (so a
+coordinate range such as years keeps its span).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from geomlens.analyses.base import Analysis
+from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.hooks.base import Adapter
+from geomlens.registry import analysis_class, list_analyses
+
+#: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
+QUICK_ROWS = 64
+#: Rows every task / condition group keeps in a quick pass, so none disappears.
+QUICK_GROUP_MIN_ROWS = 8
+#: Columns whose values split the data into groups that a quick pass must all keep.
+GROUP_COLUMNS = ("task", "condition")
+#: Options made cheaper in a quick pass, applied to each analysis whose config has the field.
+QUICK_OPTIONS: dict[str, Any] = {"bootstrap": 100, "n_bootstrap": 100, "shuffles": 20}
+
+
+@dataclass
+class ReportPass:
+    """Analyses that share one data set and so run fused in one ``gl.run`` call."""
+
+    analyses: list[Analysis]
+    dataset: Dataset
+    full_rows: int
+    fingerprint: str
+    columns: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.analyses]
+
+
+@dataclass
+class PlanFailure:
+    """An analysis that could not even be prepared (its config or data failed)."""
+
+    name: str
+    error: str
+
+
+def builtin_analyses() -> list[str]:
+    """Names of the analyses that ship with geomlens (plugins are run only when named)."""
+    return [
+        name
+        for name in list_analyses()
+        if analysis_class(name).__module__.startswith("geomlens.analyses.")
+    ]
+
+
+def dataset_fingerprint(dataset: Dataset) -> str:
+    """A digest of a dataset's inputs and columns: equal digests mean the same data."""
+    digest = hashlib.sha256()
+    inputs = dataset.texts if dataset.texts is not None else dataset.token_ids
+    digest.update(repr(inputs if inputs is not None else dataset.num_rows).encode())
+    for name in sorted(dataset.columns):
+        digest.update(name.encode())
+        digest.update(repr(np.asarray(dataset.columns[name]).tolist()).encode())
+    return digest.hexdigest()[:16]
+
+
+def subset(dataset: Dataset, rows: np.ndarray) -> Dataset:
+    """The rows ``rows`` of ``dataset`` (inputs and every column), in that order."""
+    rows = np.asarray(rows, dtype=int)
+    columns = {name: np.asarray(values)[rows] for name, values in dataset.columns.items()}
+    if dataset.texts is not None:
+        return Dataset(texts=[dataset.texts[i] for i in rows], columns=columns)
+    if dataset.token_ids is not None:
+        return Dataset(token_ids=[dataset.token_ids[i] for i in rows], columns=columns)
+    return Dataset(num_rows=len(rows), columns=columns)
+
+
+def _evenly_spaced(count: int, keep: int) -> np.ndarray:
+    return np.unique(np.linspace(0, count - 1, num=max(1, min(keep, count))).round().astype(int))
+
+
+def _group_rows(dataset: Dataset, members: np.ndarray, budget: int) -> np.ndarray:
+    """Up to about ``budget`` of ``members``: whole contexts when the data has them."""
+    if "context" not in dataset.columns:
+        return members[_evenly_spaced(len(members), budget)]
+    contexts = np.asarray(dataset.columns["context"])[members]
+    order = list(dict.fromkeys(contexts.tolist()))
+    per_context = len(members) / len(order)
+    # At least two contexts, so that cross-context statistics stay defined.
+    keep = max(2, math.floor(budget / per_context))
+    chosen = {order[i] for i in _evenly_spaced(len(order), keep)}
+    return members[[c in chosen for c in contexts.tolist()]]
+
+
+def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
+    """A small, well-formed part of ``dataset`` for a first look (see the module docstring)."""
+    if len(dataset) <= max_rows:
+        return dataset
+    keys = [
+        tuple(
+            np.asarray(dataset.columns[c])[i].item() for c in GROUP_COLUMNS if c in dataset.columns
+        )
+        for i in range(len(dataset))
+    ]
+    groups: dict[tuple, list[int]] = {}
+    for row, key in enumerate(keys):
+        groups.setdefault(key, []).append(row)
+    budget = max(QUICK_GROUP_MIN_ROWS, max_rows // len(groups))
+    kept = [_group_rows(dataset, np.asarray(rows), budget) for rows in groups.values()]
+    return subset(dataset, np.sort(np.concatenate(kept)))
+
+
+def build_analysis(name: str, quick: bool) -> Analysis:
+    """An analysis with its default config (cheaper resampling counts when ``quick``)."""
+    import dataclasses
+
+    cls = analysis_class(name)
+    fields = {f.name for f in dataclasses.fields(cls.Config)}
+    options = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
+    return cls(**options)
+
+
+def plan_passes(
+    adapter: Adapter, names: Sequence[str], *, quick: bool = False
+) -> tuple[list[ReportPass], list[PlanFailure]]:
+    """Group the analyses by their default data; one :class:`ReportPass` per distinct data set.
+
+    An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
+    report shows the error) rather than stopping the others.
+    """
+    passes: dict[str, ReportPass] = {}
+    failures: list[PlanFailure] = []
+    for name in names:
+        try:
+            analysis = build_analysis(name, quick)
+            data: Any = analysis.default_data(adapter)
+            dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
+        except Exception as error:  # one analysis's bad data must not stop the report
+            failures.append(PlanFailure(name, f"{type(error).__name__}: {error}"))
+            continue
+        fingerprint = dataset_fingerprint(dataset)
+        if fingerprint in passes:
+            passes[fingerprint].analyses.append(analysis)
+            continue
+        full_rows = len(dataset)
+        if quick:
+            dataset = quick_subset(dataset)
+        passes[fingerprint] = ReportPass(
+            [analysis], dataset, full_rows, fingerprint, sorted(dataset.columns)
+        )
+    return list(passes.values()), failures

@@ -1,0 +1,262 @@
+"""Plain-words readings of results: what a number means for a reader who has not read the papers.
+
+A reading is written from a result's public metric names only (the names each analysis
+documents), never from its internals, so it reads a result loaded back from JSON as well as a
+fresh one. An analysis (a plugin too) may supply its own reading with a classmethod
+``reading(result) -> str``; otherwise the built-in readings below are used, and for an analysis
+with none, a plain list of its main metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from geomlens.results import Result
+
+Reading = Callable[[Result], list[str]]
+READINGS: dict[str, Reading] = {}
+#: Metrics shown by the fallback reading.
+FALLBACK_METRICS = 6
+#: Public metric names (``<site>.<name>``) the summary table shows first, when a result has them.
+HEADLINE_METRICS = ("epsilon", "p_similarity", "alpha", "ccgp", "ssd", "bound", "mean_norm")
+
+
+def reading(name: str) -> Callable[[Reading], Reading]:
+    """Register the reading of analysis ``name``."""
+
+    def decorate(function: Reading) -> Reading:
+        READINGS[name] = function
+        return function
+
+    return decorate
+
+
+def per_site(result: Result, metric: str) -> dict[str, float]:
+    """``{site: value}`` of the metrics named ``<site>.<metric>``, in the result's order."""
+    suffix = "." + metric
+    return {
+        key[: -len(suffix)]: value for key, value in result.metrics.items() if key.endswith(suffix)
+    }
+
+
+def layer_label(site: str) -> str:
+    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged."""
+    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", site)
+    return f"layer {match.group(1)} ({match.group(2)})" if match else site
+
+
+def number(value: float, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "undefined"
+    return f"{value:.{digits}g}"
+
+
+def _extremes(values: dict[str, float]) -> tuple[str, str]:
+    finite = {k: v for k, v in values.items() if not math.isnan(v)}
+    if not finite:
+        return "", ""
+    return max(finite, key=finite.get), min(finite, key=finite.get)
+
+
+@reading("activation-stats")
+def _activation_stats(result: Result) -> list[str]:
+    norms = per_site(result, "mean_norm")
+    dead = per_site(result, "dead_fraction")
+    if not norms:
+        return []
+    sites = list(norms)
+    growth = norms[sites[-1]] / norms[sites[0]] if norms[sites[0]] else math.nan
+    lines = [
+        f"The mean token norm goes from {number(norms[sites[0]])} at {layer_label(sites[0])} to "
+        f"{number(norms[sites[-1]])} at {layer_label(sites[-1])} (× {number(growth)}): "
+        "this is the scale the other analyses' representations live at."
+    ]
+    worst = max(dead, key=dead.get) if dead else None
+    if worst is not None and dead[worst] > 0:
+        lines.append(
+            f"{100 * dead[worst]:.1f} % of the units at {layer_label(worst)} never became "
+            "positive on this data (dead units)."
+        )
+    else:
+        lines.append("No unit is dead at any site on this data.")
+    return lines
+
+
+@reading("similarity")
+def _similarity(result: Result) -> list[str]:
+    table = result.tables.get("g_of_d", [])
+    if not table:
+        return []
+    sites = list(dict.fromkeys(row["site"] for row in table))
+    site = sites[-1]
+    rows = sorted((r for r in table if r["site"] == site), key=lambda r: r["distance"])
+    nearest, farthest = rows[0], rows[-1]
+    crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
+    lines = [
+        f"g(d) is the mean similarity of two stimuli at distance d. At {layer_label(site)} it "
+        f"falls from {number(nearest['mean'])} at d = {number(nearest['distance'])} to "
+        f"{number(farthest['mean'])} at d = {number(farthest['distance'])}."
+    ]
+    if crossing is not None:
+        lines.append(
+            f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
+            "that look less alike than two random ones."
+        )
+    lines.append(
+        "A g that falls with d means the model represents the stimuli's metric; how fast it "
+        "falls is the resolution (see the resolution analysis)."
+    )
+    return lines
+
+
+@reading("resolution")
+def _resolution(result: Result) -> list[str]:
+    epsilon = per_site(result, "epsilon")
+    if not epsilon:
+        return []
+    site = list(epsilon)[-1]
+    low = result.metrics.get(f"{site}.epsilon_ci_low", math.nan)
+    high = result.metrics.get(f"{site}.epsilon_ci_high", math.nan)
+    delta = result.metrics.get(f"{site}.delta", math.nan)
+    p_s = result.metrics.get(f"{site}.p_similarity", math.nan)
+    p_i = result.metrics.get(f"{site}.p_identification", math.nan)
+    distance = result.metrics.get(f"{site}.front_distance", math.nan)
+    return [
+        f"At {layer_label(site)} the fitted resolution scale is ε = {number(epsilon[site])} "
+        f"(95 % interval {number(low)} to {number(high)}) with a noise floor Δ = "
+        f"{number(delta)}: stimuli closer than about ε are treated as alike.",
+        f"Measured on the stimuli themselves, a similarity test is passed with probability "
+        f"p_S = {number(p_s)} and an identification test with p_I = {number(p_i)} "
+        "(1/2 is chance for both).",
+        f"The theory says no representation can beat the universal front; this site sits "
+        f"{number(distance)} from it in the (p_S, p_I) plane (see the theory figure below).",
+    ]
+
+
+@reading("abstraction")
+def _abstraction(result: Result) -> list[str]:
+    alpha = per_site(result, "alpha")
+    if not alpha:
+        return []
+    best, worst = _extremes(alpha)
+    null = per_site(result, "alpha_null")
+    lines = [
+        "α is the mean cosine between a concept's difference vectors across contexts (e.g. "
+        "king − queen against actor − actress): 1 means one shared direction, 0 none.",
+        f"α is highest at {layer_label(best)} ({number(alpha[best])}) and lowest at "
+        f"{layer_label(worst)} ({number(alpha[worst])}), averaged over the concept sets.",
+    ]
+    if best in null:
+        lines.append(
+            f"With the concept labels shuffled α would be about {number(null[best])} there, "
+            "so the gap to it is the structure the labels explain."
+        )
+    return lines
+
+
+@reading("ccgp")
+def _ccgp(result: Result) -> list[str]:
+    ccgp = per_site(result, "ccgp")
+    if not ccgp:
+        return []
+    best, _ = _extremes(ccgp)
+    within = result.metrics.get(f"{best}.within_context_accuracy", math.nan)
+    return [
+        "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
+        "it never saw; 0.5 is chance.",
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])} against "
+        f"{number(within)} within the training contexts. A CCGP close to the within-context "
+        "accuracy means the concept is coded the same way everywhere (abstractly).",
+    ]
+
+
+@reading("linearization-effect")
+def _linearization_effect(result: Result) -> list[str]:
+    shown = {k: v for k, v in result.metrics.items() if "." not in k}
+    lines = [
+        "The MLP nonlinearity of the chosen layer(s) is replaced by its linear version and α "
+        "and CCGP are measured again; the paper found that linearising the penultimate layer "
+        "raises abstraction."
+    ]
+    if shown:
+        lines.append(
+            "Summary: " + "; ".join(f"{k} = {number(v)}" for k, v in list(shown.items())[:8]) + "."
+        )
+    return lines
+
+
+@reading("sae-features")
+def _sae_features(result: Result) -> list[str]:
+    pool = per_site(result, "pool_size")
+    if not pool:
+        return []
+    site = list(pool)[-1]
+    metrics = result.metrics
+    lines = [
+        f"At {layer_label(site)} the sparse autoencoder used {number(pool[site])} distinct "
+        f"latents on the calibration text (the pool, P); its sparse semantic dimension is "
+        f"SSD = {number(metrics.get(f'{site}.ssd', math.nan))}."
+    ]
+    mean_k = {
+        key.rsplit(".", 1)[1]: value
+        for key, value in metrics.items()
+        if key.startswith(f"{site}.mean_k.")
+    }
+    auroc = {
+        key.rsplit(".", 1)[1]: value
+        for key, value in metrics.items()
+        if key.startswith(f"{site}.auroc.")
+    }
+    if "heldout" in mean_k:
+        others = ", ".join(
+            f"{name} {number(value)}" + (f" (AUROC {number(auroc[name])})" if name in auroc else "")
+            for name, value in mean_k.items()
+            if name not in ("heldout", "calibration")
+        )
+        lines.append(
+            f"Feature explosion: the mean number of active latents per token is "
+            f"{number(mean_k['heldout'])} on held-out English and {others or 'not measured'} "
+            "on out-of-distribution inputs; an AUROC near 1 means k alone tells them apart."
+        )
+    bound = metrics.get(f"{site}.bound", math.nan)
+    n_star = metrics.get(f"{site}.n_star", math.nan)
+    lines.append(
+        f"The generalisation bound U is {number(bound)} bits per token; it becomes non-vacuous "
+        f"(better than guessing) from about N* = {number(n_star)} held-out sequences."
+    )
+    return lines
+
+
+def fallback_reading(result: Result) -> list[str]:
+    shown = list(result.metrics.items())[:FALLBACK_METRICS]
+    if not shown:
+        return ["This analysis reported no metrics; see its tables in its JSON file."]
+    more = len(result.metrics) - len(shown)
+    text = "; ".join(f"{name} = {number(value)}" for name, value in shown)
+    return [f"Main metrics: {text}" + (f" (and {more} more in its JSON file)." if more else ".")]
+
+
+def read(result: Result, analysis: type | None = None) -> list[str]:
+    """Paragraphs reading ``result`` in plain words (see the module docstring)."""
+    own = getattr(analysis, "reading", None)
+    if callable(own):
+        text = own(result)
+        return [text] if isinstance(text, str) else list(text)
+    function = READINGS.get(result.analysis)
+    paragraphs = function(result) if function else []
+    return paragraphs or fallback_reading(result)
+
+
+def headline(result: Result) -> str:
+    """A short line for the printed summary table: the result's key numbers at its last site."""
+    parts = []
+    for metric in HEADLINE_METRICS:
+        values = per_site(result, metric)
+        if values:
+            site, value = list(values.items())[-1]
+            parts.append(f"{metric} {number(value)} @ {layer_label(site)}")
+    if not parts:
+        parts = [f"{name} {number(value)}" for name, value in list(result.metrics.items())[:2]]
+    return "; ".join(parts[:3]) or "no metrics"

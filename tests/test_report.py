@@ -1,0 +1,186 @@
+"""`geomlens report`: every built-in analysis on its shipped data, fused, written as a page that
+opens in a real browser with every figure loaded and no console error."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from helpers.browser import find_chromium, visit
+from typer.testing import CliRunner
+
+import geomlens as gl
+from geomlens.cli import app
+from geomlens.data.dataset import Dataset
+from geomlens.registry import ANALYSES
+from geomlens.report import build_report
+from geomlens.report.figures import pareto_with_model
+from geomlens.report.plan import builtin_analyses, quick_subset
+from geomlens.report.readings import read
+from geomlens.theory import resolution
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    """The quick report on the bundled MiniLM, every built-in analysis (built once)."""
+    return build_report(out=tmp_path_factory.mktemp("report"), quick=True, progress=False)
+
+
+def test_every_builtin_analysis_is_in_the_report(quick_report):
+    assert [o.name for o in quick_report.outcomes] == builtin_analyses()
+    assert not quick_report.failed, [(o.name, o.error) for o in quick_report.failed]
+    everything = json.loads((quick_report.folder / "results.json").read_text())
+    for name, result in quick_report.results.items():
+        saved = gl.Result.from_json(quick_report.folder / f"{name}.json")
+        assert saved.metrics.keys() == result.metrics.keys()
+        assert everything["results"][name]["metrics"] == saved.to_dict()["metrics"]
+        assert saved.provenance["model_id"].endswith("all-MiniLM-L6-v2")
+        assert any(math.isfinite(v) for v in saved.metrics.values())
+
+
+def test_analyses_sharing_data_ran_in_one_pass(quick_report):
+    passes = quick_report.provenance["passes"]
+    fingerprints = [p["data_fingerprint"] for p in passes]
+    assert len(set(fingerprints)) == len(fingerprints), "one pass per distinct data set"
+    for report_pass in passes:
+        for name in report_pass["analyses"]:
+            result = quick_report.results[name]
+            assert result.provenance["fused_with"] == report_pass["analyses"]
+            assert result.provenance["num_examples"] == report_pass["rows"]
+    assert sum(len(p["analyses"]) for p in passes) == len(quick_report.outcomes)
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_page_opens_in_chromium_with_every_figure(quick_report, tmp_path):
+    screenshot = tmp_path / "report.png"
+    seen = visit(quick_report.index, screenshot)
+    assert seen.console_errors == []
+    assert seen.title.startswith("geomlens report")
+    shown = {image["src"] for image in seen.images}
+    drawn = {p.name for p in quick_report.folder.glob("*.png")}
+    assert drawn and shown == drawn, "every figure written is on the page, and nothing else"
+    assert all(image["complete"] and image["width"] > 100 for image in seen.images), seen.images
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_browser_check_catches_a_broken_page(tmp_path):
+    """The browser helper must see what the report test relies on it to see."""
+    if find_chromium() is None:
+        pytest.skip("needs Debian's chromium")
+    page = tmp_path / "broken.html"
+    page.write_text(
+        '<html><body><img src="missing.png"><script>console.error("boom")</script></body></html>'
+    )
+    seen = visit(page, tmp_path / "broken.png")
+    assert seen.images[0]["width"] == 0
+    assert any("boom" in e for e in seen.console_errors)
+    assert any("missing.png" in e for e in seen.console_errors)
+
+
+def test_quick_subset_keeps_whole_contexts_every_task_and_condition():
+    tasks = np.repeat(["gender", "number", "tense"], 40)
+    contexts = np.tile(np.repeat(np.arange(20), 2), 3)
+    concepts = np.tile([1, -1], 60)
+    data = Dataset(
+        texts=[f"row {i}" for i in range(120)],
+        columns={"task": tasks, "context": contexts, "concept": concepts},
+    )
+    small = quick_subset(data, max_rows=30)
+    assert len(small) < len(data)
+    kept_tasks = small.columns["task"]
+    assert set(kept_tasks) == {"gender", "number", "tense"}
+    for task in set(kept_tasks):
+        rows = kept_tasks == task
+        kept_contexts = set(small.columns["context"][rows])
+        assert len(kept_contexts) >= 2
+        for context in kept_contexts:  # both values of the concept in every kept context
+            in_context = rows & (small.columns["context"] == context)
+            assert sorted(small.columns["concept"][in_context]) == [-1, 1]
+    years = Dataset(
+        texts=[str(y) for y in range(1000, 2000)], columns={"coordinate": np.arange(1000, 2000)}
+    )
+    picked = quick_subset(years, max_rows=10).columns["coordinate"]
+    assert picked[0] == 1000 and picked[-1] == 1999 and len(picked) == 10
+
+
+def _planted_resolution(p_s: float, p_i: float) -> gl.Result:
+    site = "blocks.2.hook_resid_post"
+    return gl.Result(
+        "resolution",
+        metrics={
+            f"{site}.epsilon": 37.5,
+            f"{site}.epsilon_ci_low": 30.0,
+            f"{site}.epsilon_ci_high": 45.0,
+            f"{site}.delta": 0.125,
+            f"{site}.p_similarity": p_s,
+            f"{site}.p_identification": p_i,
+            f"{site}.front_distance": 0.0,
+        },
+    )
+
+
+def test_resolution_reading_and_theory_point_say_what_was_planted(tmp_path):
+    b = 0.3  # a point exactly on the universal front, in the trade-off regime
+    result = _planted_resolution(
+        float(resolution.p_similarity(b)), float(resolution.p_identification(b))
+    )
+    text = " ".join(read(result))
+    assert "ε = 37.5" in text and "30 to 45" in text and "Δ = 0.125" in text
+    figure = pareto_with_model({"resolution": result}, tmp_path / "front.png")
+    words = " ".join(figure.reading)
+    assert "b = 0.3 " in words and "trade-off" in words
+    assert (tmp_path / "front.png").stat().st_size > 5_000
+    off_front = _planted_resolution(0.5, 0.5)  # both at chance: b = 1, interference
+    words = " ".join(pareto_with_model({"r": off_front}, tmp_path / "f2.png").reading)
+    assert "interference" in words
+
+
+@pytest.fixture
+def failing_analysis():
+    """An analysis that fails in update, registered only for this test."""
+
+    class Failing(gl.Analysis):
+        """Fails on purpose."""
+
+        def sites(self, adapter):
+            return [adapter.sites()[-1]]
+
+        def update(self, batch):
+            raise RuntimeError("planted failure")
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name)
+
+    gl.register_analysis("test-report-failing")(Failing)
+    yield "test-report-failing"
+    ANALYSES._entries.pop("test-report-failing")
+
+
+def test_one_failing_analysis_costs_only_its_section(failing_analysis, tmp_path):
+    runner = CliRunner()
+    ran = runner.invoke(
+        app,
+        ["report", "--quick", "--out", str(tmp_path), "--analysis", "activation-stats",
+         "--analysis", failing_analysis],
+    )  # fmt: skip
+    assert ran.exit_code == 1
+    assert "planted failure" in ran.output
+    assert re.search(r"activation-stats +ok", ran.output)
+    page = (tmp_path / "index.html").read_text()
+    assert "This analysis failed: RuntimeError: planted failure" in page
+    assert (tmp_path / "activation-stats.json").exists()
+    assert not (tmp_path / f"{failing_analysis}.json").exists()
+    everything = json.loads((tmp_path / "results.json").read_text())
+    assert "planted failure" in everything["errors"][failing_analysis]
+
+
+def test_unknown_analysis_is_refused_with_the_list(tmp_path):
+    ran = CliRunner().invoke(app, ["report", "--out", str(tmp_path), "--analysis", "nope"])
+    assert ran.exit_code != 0
+    assert "activation-stats" in ran.output
