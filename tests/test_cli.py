@@ -63,7 +63,7 @@ def test_run_reports_bad_input_clearly(tmp_path):
     assert "Unknown site" in done.output and "Did you mean" in done.output
     assert not (tmp_path / "r.json").exists()
     done = runner.invoke(app, ["run", "no-such-analysis", "--limit", "2"])
-    assert done.exit_code == 2 and "Available: activation-stats" in done.output
+    assert done.exit_code == 2 and "Available:" in done.output and "activation-stats" in done.output
     done = runner.invoke(app, ["run", "activation-stats", "--data", str(tmp_path / "missing.txt")])
     assert done.exit_code == 2 and "does not exist" in done.output
 

@@ -19,6 +19,7 @@ _EXPORTS = {
     "run": "geomlens.engine",
     "stream": "geomlens.engine",
     "Result": "geomlens.results",
+    "plot": "geomlens.plotting",
     "Dataset": "geomlens.data.dataset",
     "Adapter": "geomlens.hooks.base",
     "Analysis": "geomlens.analyses.base",

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+
 app = typer.Typer(
     help="Representation-geometry analyses for any Hugging Face model, with theory curves.",
-    no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+@app.callback(invoke_without_command=True)
+def _main(context: typer.Context) -> None:
+    """A bare ``geomlens`` prints the help and succeeds (asking for help is not an error)."""
+    if context.invoked_subcommand is None:
+        typer.echo(context.get_help())
+        raise typer.Exit(code=0)
+
 
 ModelOption = Annotated[
     str,
@@ -26,11 +37,55 @@ DeviceOption = Annotated[
     str | None,
     typer.Option("--device", help="cpu, cuda, cuda:1, mps (default: where torch puts it)."),
 ]
+TrustRemoteCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="Run Python code shipped with the model's files (off by default; recorded in results).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    """Print one line ``error: …`` on stderr; the caller raises the returned exit (code 2)."""
+    # One line: a multi-line message (a model-loading error with advice) is joined up.
+    typer.secho(f"error: {' '.join(message.split())}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=2)
+
+
+def _message(error: BaseException) -> str:
+    # str(KeyError("x")) is "'x'" with quotes; the message itself reads better.
+    if isinstance(error, KeyError) and type(error).__str__ is KeyError.__str__ and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
+#: What the run command turns into a one-line error (exit 2) rather than a traceback.
+USER_ERRORS = (ValueError, KeyError, TypeError, ImportError, OSError)
+
+
+def _check_positive(flag: str, value: int | None, meaning: str) -> None:
+    if value is not None and value < 1:
+        raise _fail(f"{flag} must be at least 1 ({meaning}); got {value}.")
+
+
+def _check_writable_file(flag: str, path: Path, suffixes: tuple[str, ...]) -> None:
+    """Refuse, before any work, an output path that is a folder, has the wrong suffix, or lies
+    in a folder we cannot write."""
+    if path.is_dir():
+        raise _fail(
+            f"{flag} {path} is a directory; give a file path such as {path / ('result' + suffixes[0])}."
+        )
+    if path.suffix.lower() not in suffixes:
+        raise _fail(
+            f"{flag} {path} must end in {', '.join(suffixes)} (the format written follows it); "
+            f"e.g. {path.with_suffix(suffixes[0])}."
+        )
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise _fail(f"{flag} {path}: cannot write in {folder}; choose a writable location.")
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
@@ -44,34 +99,77 @@ def _parse_option(text: str) -> tuple[str, Any]:
     return key.strip().replace("-", "_"), value
 
 
-def load_data(path: Path | None, limit: int | None) -> Any:
-    """Texts from a .txt (one per line), .jsonl (objects with 'text' and label columns) or
-    .json file; the bundled standard-library corpus when no path is given."""
-    if path is None:
-        from geomlens.data.corpus import stdlib_paragraphs
+def _rows_from_json(path: Path, text: str) -> Any:
+    """A .json file holds a list of strings, a list of objects with a 'text' field, or one
+    object of equal-length columns ({"text": [...], "concept": [...]})."""
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _fail(f"{path} is not valid JSON ({error}).") from error
+    if isinstance(rows, dict):
+        if "text" not in rows and "token_ids" not in rows:
+            raise _fail(f"{path} holds an object without a 'text' column; {JSON_FORMS}")
+        return rows
+    if not isinstance(rows, list):
+        raise _fail(f"{path} holds a {type(rows).__name__}; {JSON_FORMS}")
+    return rows
 
-        return stdlib_paragraphs(limit or 64)
+
+JSON_FORMS = (
+    "a .json data file must hold a list of strings, a list of objects with a 'text' field, or "
+    'an object of columns such as {"text": [...], "concept": [...]}.'
+)
+
+
+def load_data(path: Path, limit: int | None) -> Any:
+    """A :class:`~geomlens.data.dataset.Dataset` read from ``path``, its source recorded.
+
+    ``.txt``: one text per line (blank lines skipped). ``.jsonl``: one object per line with a
+    'text' field and optional label columns. ``.json``: a list of strings, a list of such
+    objects, or one object of columns.
+    """
+    from geomlens.data.dataset import as_dataset
+
     if not path.exists():
         raise _fail(f"data file {path} does not exist.")
+    if path.is_dir():
+        raise _fail(f"--data {path} is a directory; give a .txt, .jsonl or .json file.")
+    if path.suffix not in (".txt", ".jsonl", ".json"):
+        raise _fail(f"data file {path} must be .txt (one text per line), .jsonl or .json.")
+    text = path.read_text(encoding="utf-8")
+    rows: Any
     if path.suffix == ".txt":
-        texts = [
-            line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
-        return texts[:limit] if limit else texts
-    if path.suffix in (".jsonl", ".json"):
-        text = path.read_text(encoding="utf-8")
-        rows = (
-            json.loads(text)
-            if path.suffix == ".json"
-            else [json.loads(line) for line in text.splitlines() if line.strip()]
-        )
+        rows = [line.strip() for line in text.splitlines() if line.strip()]
+    elif path.suffix == ".json":
+        rows = _rows_from_json(path, text)
+    else:
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise _fail(f"{path} line {number} is not valid JSON ({error}).") from error
+    if isinstance(rows, dict):
+        rows = {key: list(values)[:limit] if limit else values for key, values in rows.items()}
+    else:
         rows = rows[:limit] if limit else rows
-        if not rows or "text" not in rows[0]:
-            raise _fail(
-                f"{path} must hold objects with a 'text' field (and optional label fields)."
-            )
-        return {key: [row.get(key) for row in rows] for key in rows[0]}
-    raise _fail(f"data file {path} must be .txt (one text per line), .jsonl or .json.")
+        if not rows:
+            raise _fail(f"data file {path} holds no inputs; give at least one text.")
+        if all(isinstance(row, dict) for row in rows):
+            if not all("text" in row for row in rows):
+                raise _fail(
+                    f"every object in {path} needs a 'text' field (plus optional label fields)."
+                )
+            rows = {key: [row.get(key) for row in rows] for key in rows[0]}
+        elif not all(isinstance(row, str) for row in rows):
+            raise _fail(f"{path} mixes texts with other values; {JSON_FORMS}")
+    try:
+        dataset = as_dataset(rows)
+    except ValueError as error:
+        raise _fail(f"{path}: {error}") from error
+    dataset.source = f"file {path} ({len(dataset)} inputs)"
+    return dataset
 
 
 @app.command("list")
@@ -94,8 +192,12 @@ def list_command(
                 typer.echo(
                     f"    {field.name} = {field.default!r}: {field.metadata.get('help', '')}"
                 )
+    # A plugin that fails to import is listed with its error (and the listing exits 1), so a
+    # user who installed it sees why it is missing instead of an unexplained absence.
     for plugin, error in sorted(ANALYSES.load_errors.items()):
-        typer.secho(f"plugin {plugin} failed to load: {error}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"{plugin}  [plugin failed to load: {error}]", fg=typer.colors.YELLOW)
+    if ANALYSES.load_errors:
+        raise typer.Exit(code=1)
 
 
 @app.command("run")
@@ -120,40 +222,66 @@ def run_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also write the analysis's figure here.")
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Inputs per forward pass.")] = 16,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Inputs per forward pass.")
+    ] = DEFAULT_BATCH_SIZE,
     max_length: Annotated[
-        int | None, typer.Option("--max-length", help="Truncate inputs to this many tokens.")
-    ] = 128,
+        int | None,
+        typer.Option(
+            "--max-length", help="Truncate inputs to this many tokens (default: keep all)."
+        ),
+    ] = DEFAULT_MAX_LENGTH,
     device: DeviceOption = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Analysis option KEY=VALUE (repeatable).")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
+    trust_remote_code: TrustRemoteCodeOption = False,
 ) -> None:
     """Run one analysis on a model and write its result as JSON."""
     import geomlens as gl
 
+    # Everything the user typed is checked here, before a model is loaded or any work done.
+    _check_positive("--limit", limit, "the number of inputs to use")
+    _check_positive("--max-length", max_length, "tokens kept per input; omit it to keep all")
+    _check_positive("--batch-size", batch_size, "inputs per forward pass")
+    _check_writable_file("--out", out, (".json",))
+    if plot is not None:
+        _check_writable_file("--plot", plot, _figure_suffixes())
     options = dict(_parse_option(o) for o in option or [])
     if site:
+        if "site" in options:
+            raise _fail("give the site either with --site or with --option site=…, not both.")
         options["site"] = site[0] if len(site) == 1 else site
     try:
         from geomlens.engine import build_analyses
+        from geomlens.plotting import has_plot
 
         (built,) = build_analyses(analysis, options)
-        adapter = gl.load(model, backend=backend, device=device)
-        # With no --data, each analysis runs on its own shipped data (stimuli, concept sets, …).
-        inputs = load_data(data, limit) if data is not None else built.default_data(adapter)
+        if plot is not None and not has_plot(type(built)):
+            raise _fail(f"analysis {built.name!r} draws no figure; run it without --plot.")
+        dataset = load_data(data, limit) if data is not None else None
+        adapter = gl.load(
+            model, backend=backend, device=device, trust_remote_code=trust_remote_code
+        )
+        if dataset is None:
+            # With no --data, each analysis runs on its own shipped data (stimuli, concept
+            # sets, …); --limit keeps its first rows.
+            dataset = _first_rows(built.default_data(adapter), limit)
         result = gl.run(
             built,
             adapter,
-            inputs,
+            dataset,
             batch_size=batch_size,
             max_length=max_length,
             seed=seed,
             progress=True,
         )
-    except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
-        raise _fail(str(error)) from error
+    except USER_ERRORS as error:
+        raise _fail(_message(error)) from error
+    except KeyboardInterrupt:
+        typer.secho(f"interrupted; nothing was written to {out}.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=130) from None
     result.to_json(out)
     typer.echo(f"wrote {out}")
     for name, value in list(result.metrics.items())[:20]:
@@ -161,8 +289,32 @@ def run_command(
     if len(result.metrics) > 20:
         typer.echo(f"  … {len(result.metrics) - 20} more metrics in {out}")
     if plot is not None:
-        result.plot(plot)
+        gl.plot(result, plot)
         typer.echo(f"wrote {plot}")
+
+
+def _figure_suffixes() -> tuple[str, ...]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    # The common formats first: the first one is the one suggested in errors.
+    kinds = sorted(FigureCanvasAgg.get_supported_filetypes(), key=lambda k: (k != "png", k))
+    return tuple(f".{kind}" for kind in kinds)
+
+
+def _first_rows(data: Any, limit: int | None) -> Any:
+    """``data`` as a Dataset cut to its first ``limit`` rows (all when ``limit`` is None)."""
+    from geomlens.data.dataset import Dataset, as_dataset
+
+    dataset = as_dataset(data)
+    if limit is None or limit >= len(dataset):
+        return dataset
+    return Dataset(
+        texts=dataset.texts[:limit] if dataset.texts is not None else None,
+        token_ids=dataset.token_ids[:limit] if dataset.token_ids is not None else None,
+        num_rows=limit if dataset.num_rows is not None else None,
+        columns={name: values[:limit] for name, values in dataset.columns.items()},
+        source=f"{dataset.describe_source()}, first {limit}",
+    )
 
 
 @app.command("check")
@@ -170,16 +322,19 @@ def check_command(
     model: Annotated[str, typer.Argument(help="HF model name or local path.")] = "all-MiniLM-L6-v2",
     backend: BackendOption = "nnsight",
     device: DeviceOption = None,
+    trust_remote_code: TrustRemoteCodeOption = False,
 ) -> None:
     """Conformance: every canonical site resolves, shapes agree, padded batch == one-by-one."""
     import geomlens as gl
     from geomlens.conformance import all_passed, check_adapter
 
     try:
-        adapter = gl.load(model, backend=backend, device=device)
+        adapter = gl.load(
+            model, backend=backend, device=device, trust_remote_code=trust_remote_code
+        )
         checks = check_adapter(adapter)
-    except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
-        raise _fail(str(error)) from error
+    except USER_ERRORS as error:
+        raise _fail(_message(error)) from error
     for check in checks:
         mark = (
             typer.style("PASS", fg=typer.colors.GREEN)
@@ -189,6 +344,28 @@ def check_command(
         typer.echo(f"{mark}  {check.name}: {check.detail}")
     if not all_passed(checks):
         raise typer.Exit(code=1)
+
+
+@app.command("sites")
+def sites_command(
+    model: Annotated[str, typer.Argument(help="HF model name or local path.")] = "all-MiniLM-L6-v2",
+    backend: BackendOption = "nnsight",
+    device: DeviceOption = None,
+    trust_remote_code: TrustRemoteCodeOption = False,
+) -> None:
+    """List the model's capture sites in forward order (names for --site)."""
+    import geomlens as gl
+
+    try:
+        adapter = gl.load(
+            model, backend=backend, device=device, trust_remote_code=trust_remote_code
+        )
+    except USER_ERRORS as error:
+        raise _fail(_message(error)) from error
+    sites = adapter.sites()
+    typer.echo(f"{adapter.model_id} ({adapter.backend}): {len(sites)} sites, in forward order")
+    for name in sites:
+        typer.echo(f"  {name}")
 
 
 def _mount_theory() -> None:
@@ -202,3 +379,12 @@ def _mount_theory() -> None:
 
 
 _mount_theory()
+
+
+def _mount_report() -> None:
+    from geomlens.report.cli import report_command
+
+    app.command("report")(report_command)
+
+
+_mount_report()

@@ -51,6 +51,12 @@ def check_adapter(
     adapter: Adapter, prompts: tuple[str, ...] = DEFAULT_PROMPTS, rtol: float = 1e-5
 ) -> list[Check]:
     """Run the conformance checks; each returns pass/fail with a sentence saying why."""
+    if getattr(adapter, "backend", None) == "recorded":
+        # Recorded arrays have no model to run prompts through (not a question of labels).
+        raise ValueError(
+            "Conformance checks run prompts through a model; recorded activations have none. "
+            "Check the model that produced them (geomlens check MODEL)."
+        )
     checks: list[Check] = []
     sites = adapter.sites()
     checks.append(

@@ -25,6 +25,7 @@ from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.checkpoint import Checkpoint, Progress, RowDigest
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
+from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.distributed import (
     SINGLE_PROCESS,
     Shard,
@@ -252,9 +253,9 @@ def stream(
     adapter: Adapter,
     dataset: Dataset | StreamedData,
     *,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     padding_side: PaddingSide = "right",
-    max_length: int | None = None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
     progress: bool | None = None,
     seed: int = 0,
     rows: np.ndarray | None = None,
@@ -308,9 +309,9 @@ def run(
     model: Any,
     data: Any = None,
     *,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     padding_side: PaddingSide = "right",
-    max_length: int | None = None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
     progress: bool | None = None,
     seed: int = 0,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -396,6 +397,8 @@ def run(
             "fused_with": [a.name for a in built],
             # A result computed under an intervention must say so: the sites edited, in order.
             "interventions": run_arguments["interventions"],
+            # Whether code shipped with the model's files ran when it was loaded (gl.load).
+            "trust_remote_code": bool(getattr(adapter, "trust_remote_code", False)),
             "versions": library_versions(),
             "forward_seconds": round(elapsed, 4),
         }

@@ -7,6 +7,7 @@ then ``os.replace``) so a crash never leaves a half-written file where a result 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -86,7 +87,7 @@ def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwar
     return Path(path)
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
     """The outcome of one analysis run.
 
@@ -173,10 +174,26 @@ class Result:
         return pd.DataFrame(self.tables[table])
 
     def plot(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
-        """Draw the analysis's figure (each analysis defines it); save atomically if ``path``."""
-        from geomlens.registry import analysis_class
+        """Draw the analysis's figure; save atomically if ``path``. Same as ``gl.plot(self)``.
 
-        figure = analysis_class(self.analysis).plot(self, **kwargs)
-        if path is not None:
-            atomic_save_figure(figure, path, dpi=kwargs.get("dpi", 120), bbox_inches="tight")
-        return figure
+        The drawing belongs to the analysis (see :mod:`geomlens.plotting`); a result is data and
+        imports nothing of the analyses or their registry.
+        """
+        return importlib.import_module("geomlens.plotting").plot(self, path, **kwargs)
+
+    def __repr__(self) -> str:
+        """A short summary; the full content is in ``metrics``, ``tables`` and ``to_json()``."""
+        shown = list(self.metrics.items())[:3]
+        metric_text = ", ".join(f"{k}={v:.4g}" for k, v in shown)
+        more = (
+            f", … {len(self.metrics) - len(shown)} more" if len(self.metrics) > len(shown) else ""
+        )
+        tables = ", ".join(f"{name} ({len(rows)} rows)" for name, rows in self.tables.items())
+        model = self.provenance.get("model_id")
+        return (
+            f"Result({self.analysis!r}"
+            + (f", model={model!r}" if model else "")
+            + f", {len(self.metrics)} metrics{': ' + metric_text + more if shown else ''}"
+            + (f"; tables: {tables}" if tables else "")
+            + ")"
+        )

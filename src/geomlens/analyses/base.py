@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from geomlens.analyses.option_types import check_option_types
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import ModelInputs
 from geomlens.hooks.pooling import pool_tokens
@@ -106,6 +107,8 @@ class Analysis(ABC):
             raise TypeError(
                 f"Analysis {self.name!r} takes a {self.Config.__name__}, got {type(config).__name__}."
             )
+        # Wrong option types fail here, naming the option, not at the first batch.
+        check_option_types(self.name, config)
         self.config = config
         self.context: RunContext | None = None
 
@@ -125,9 +128,10 @@ class Analysis(ABC):
         OOD text) override this; anything :func:`geomlens.data.dataset.as_dataset` accepts may
         be returned. The default is the bundled English corpus (standard-library docstrings).
         """
-        from geomlens.data.corpus import stdlib_paragraphs
+        from geomlens.data.corpus import corpus_dataset
+        from geomlens.defaults import DEFAULT_CORPUS_SIZE
 
-        return stdlib_paragraphs(64)
+        return corpus_dataset(DEFAULT_CORPUS_SIZE)
 
     def setup(self, context: RunContext) -> None:
         """Called once before the first batch."""

@@ -11,6 +11,7 @@ import importlib
 import inspect
 import re
 import warnings
+from typing import Any
 
 #: Modules with plenty of prose docstrings, all importable on every platform.
 CORPUS_MODULES = (
@@ -69,3 +70,19 @@ def stdlib_paragraphs(limit: int | None = None) -> list[str]:
                     if limit is not None and len(paragraphs) >= limit:
                         return paragraphs
     return paragraphs
+
+
+def corpus_dataset(limit: int | None = None) -> Any:
+    """The bundled corpus as a Dataset whose provenance names it and its size."""
+    import platform
+
+    from geomlens.data.dataset import Dataset
+
+    texts = stdlib_paragraphs(limit)
+    return Dataset(
+        texts=texts,
+        source=(
+            f"bundled corpus: Python {platform.python_version()} standard-library docstrings, "
+            f"first {len(texts)} paragraphs"
+        ),
+    )

@@ -23,6 +23,8 @@ class Dataset:
     token_ids: list[list[int]] | None = None
     num_rows: int | None = None
     columns: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Where the examples came from (a file, a bundled corpus, an in-memory list), for provenance.
+    source: str = ""
 
     def __post_init__(self) -> None:
         given = [x is not None for x in (self.texts, self.token_ids, self.num_rows)]
@@ -46,6 +48,16 @@ class Dataset:
         if self.token_ids is not None:
             return len(self.token_ids)
         return int(self.num_rows or 0)
+
+    def describe_source(self) -> str:
+        """Where the examples came from, for a result's provenance."""
+        if self.source:
+            return self.source
+        if self.texts is not None:
+            return f"in-memory list of {len(self)} texts"
+        if self.token_ids is not None:
+            return f"in-memory list of {len(self)} token-id sequences"
+        return f"{len(self)} rows of recorded activations"
 
     def column_batch(self, index: np.ndarray) -> dict[str, np.ndarray]:
         return {name: values[index] for name, values in self.columns.items()}

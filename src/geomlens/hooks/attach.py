@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -103,8 +104,15 @@ def load(
     backend: str = "nnsight",
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
+    trust_remote_code: bool = False,
 ) -> Adapter:
-    """Load a Hugging Face model by name or local path and attach it (default: MiniLM, nnsight)."""
+    """Load a Hugging Face model by name or local path and attach it (default: MiniLM, nnsight).
+
+    Loading is safe by default: weights come only from safetensors files or from
+    ``torch.load(weights_only=True)`` (a checkpoint whose pickle carries code is refused), and
+    Python code shipped with a model runs only with ``trust_remote_code=True``, which results
+    record in their provenance.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
     source, model_id = resolve_model_path(name_or_path)
@@ -114,17 +122,19 @@ def load(
         dtype = getattr(torch, dtype)
     dtype = dtype or torch.float32
     if device is not None:
-        device = torch.device(device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(
-                "device 'cuda' was asked for but torch sees no CUDA GPU here; use --device cpu."
-            )
+        device = check_device(device)
     if backend == "transformer-lens":
         from geomlens.hooks.transformer_lens import load_transformer_lens as loader
     else:
         from geomlens.hooks.nnsight import load_nnsight as loader
     try:
-        adapter = loader(source, device=device, dtype=dtype)
+        adapter = loader(source, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+    except pickle.UnpicklingError as error:
+        raise ValueError(
+            f"Refused to load model {model_id!r}: its weights file is a pickle that would run "
+            f"code or build objects other than tensors ({str(error).splitlines()[0]}). Load "
+            "weights from safetensors (save_pretrained's default) or a plain tensor checkpoint."
+        ) from error
     except OSError as error:
         raise OSError(
             f"Could not load model {model_id!r}: {error}\nGive a local folder with the model's "
@@ -132,4 +142,32 @@ def load(
             f"the hub is reachable; the bundled default works offline: {DEFAULT_MODEL!r}."
         ) from error
     adapter.model_id = model_id
+    adapter.trust_remote_code = trust_remote_code
     return adapter
+
+
+def check_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch device, refused with a clear error when it is not a device name or
+    is not available on this machine."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(
+            f"Unknown device {str(device)!r}; use cpu, cuda, cuda:N or mps."
+        ) from error
+    if parsed.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(
+                f"device {str(device)!r} was asked for but torch sees no CUDA GPU here; use cpu."
+            )
+        if parsed.index is not None and parsed.index >= count:
+            raise ValueError(
+                f"device {str(device)!r} does not exist: torch sees {count} CUDA GPU(s), "
+                f"cuda:0 to cuda:{count - 1}."
+            )
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(
+            f"device {str(device)!r} was asked for but Apple's MPS is not available here; use cpu."
+        )
+    return parsed

@@ -328,6 +328,7 @@ def load_nnsight(
     *,
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
+    trust_remote_code: bool = False,
 ) -> NNsightAdapter:
     """Load a Hugging Face model and its tokenizer by hub name or local folder, for nnsight.
 
@@ -340,14 +341,17 @@ def load_nnsight(
 
     source = os.fspath(name_or_path)
     local_only = os.path.isdir(source)
-    config = AutoConfig.from_pretrained(source, local_files_only=local_only)
+    # Safe loading: no code from the model's files unless asked, and weights only from
+    # safetensors or torch.load(weights_only=True) (a pickle carrying code is refused).
+    safe = {"local_files_only": local_only, "trust_remote_code": trust_remote_code}
+    config = AutoConfig.from_pretrained(source, **safe)
     loader = AutoModelForCausalLM if _is_decoder(config) else AutoModel
-    model = loader.from_pretrained(source, config=config, dtype=dtype, local_files_only=local_only)
+    model = loader.from_pretrained(source, config=config, dtype=dtype, weights_only=True, **safe)
     if device is not None:
         model = model.to(device)
     model.eval()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        tokenizer = AutoTokenizer.from_pretrained(source, **safe)
     except (OSError, ValueError):
         tokenizer = None
     if tokenizer is not None and tokenizer.vocab_size == 0:

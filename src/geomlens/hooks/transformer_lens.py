@@ -293,6 +293,7 @@ def load_transformer_lens(
     *,
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
+    trust_remote_code: bool = False,
 ) -> TransformerLensAdapter:
     """Load a Hugging Face model by name or local path and bridge it.
 
@@ -302,14 +303,19 @@ def load_transformer_lens(
     """
     import transformers
 
-    config = transformers.AutoConfig.from_pretrained(name_or_path)
+    # Safe loading: no code from the model's files unless asked, and weights only from
+    # safetensors or torch.load(weights_only=True) (a pickle carrying code is refused).
+    safe = {"trust_remote_code": trust_remote_code}
+    config = transformers.AutoConfig.from_pretrained(name_or_path, **safe)
     named = (getattr(config, "architectures", None) or [None])[0]
     model_class = getattr(transformers, named, None) if named in SUPPORTED_ARCHITECTURES else None
-    hf_model = (model_class or transformers.AutoModel).from_pretrained(name_or_path, dtype=dtype)
+    hf_model = (model_class or transformers.AutoModel).from_pretrained(
+        name_or_path, dtype=dtype, weights_only=True, **safe
+    )
     if device is not None:
         hf_model = hf_model.to(device)
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_path, **safe)
     except OSError:
         tokenizer = None  # token ids still work; texts fail later with a clear message
     return TransformerLensAdapter.from_hf(

@@ -7,11 +7,12 @@ from geomlens.registry.analyses import (
     list_analyses,
     register_analysis,
 )
-from geomlens.registry.registry import Registry, UnknownNameError
+from geomlens.registry.registry import PluginLoadError, Registry, UnknownNameError
 
 __all__ = [
     "ANALYSES",
     "ENTRY_POINT_GROUP",
+    "PluginLoadError",
     "Registry",
     "UnknownNameError",
     "analysis_class",

@@ -22,6 +22,10 @@ class UnknownNameError(KeyError, ValueError):
         return str(self.args[0])
 
 
+class PluginLoadError(ImportError):
+    """A lookup of a name whose plugin is installed but failed to import."""
+
+
 class Registry(Generic[T]):
     """Maps canonical names (and aliases) to registered objects of one kind."""
 
@@ -94,6 +98,12 @@ class Registry(Generic[T]):
         canonical = self._aliases.get(name, name)
         if canonical in self._entries:
             return self._entries[canonical]
+        if name in self.load_errors:
+            raise PluginLoadError(
+                f"The plugin providing {self.kind} {name!r} failed to load: "
+                f"{self.load_errors[name]}. Fix its installation (e.g. install what it imports) "
+                "or uninstall it."
+            )
         available = self.names() + sorted(self._aliases)
         nearest = difflib.get_close_matches(name, available, n=1)
         hint = f" Did you mean {nearest[0]!r}?" if nearest else ""

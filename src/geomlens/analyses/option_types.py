@@ -1,0 +1,91 @@
+"""Type-check an analysis config against its annotations, so a wrong option fails at once.
+
+``--option dead_threshold=abc`` used to reach the first batch and fail there with a
+tensor/str comparison that never named the option. Every analysis config is a dataclass with
+annotated fields; checking the values against those annotations when the analysis is built
+gives one error that names the option, the type it takes and what was given, before any model
+runs. Integers are accepted (and stored as floats) where a float is expected, as Python does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+
+class OptionTypeError(TypeError, ValueError):
+    """An analysis option whose value does not have the type its config declares."""
+
+
+def _describe(annotation: Any) -> str:
+    """Plain words for a type annotation ('a float', 'a string or a list of strings', ...)."""
+    origin = typing.get_origin(annotation)
+    if annotation is type(None):
+        return "None"
+    if annotation is Any:
+        return "anything"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(annotation))
+    if origin in (list, tuple, set, frozenset):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        inner = f" of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else ""
+        return f"a {origin.__name__}{inner}"
+    if origin is dict:
+        return "a dict"
+    names = {
+        bool: "a bool (True/False)",
+        int: "an int",
+        float: "a float (a number)",
+        str: "a string",
+    }
+    return names.get(annotation, f"a {getattr(annotation, '__name__', annotation)}")
+
+
+def _matches(value: Any, annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if annotation is Any or isinstance(annotation, typing.TypeVar):
+        return True
+    if annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return value in typing.get_args(annotation)
+    if origin in (list, tuple, set, frozenset):
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            return False
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return not args or all(_matches(item, args[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if annotation is float:
+        # bool is an int subclass but True is not a number anyone means as a threshold.
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True  # an annotation we cannot check (a string forward reference, a Protocol, ...)
+
+
+def check_option_types(analysis_name: str, config: Any) -> None:
+    """Raise :class:`OptionTypeError` naming the first field of ``config`` whose value does not
+    match its annotation; store integers given for float fields as floats."""
+    try:
+        hints = typing.get_type_hints(type(config))
+    except Exception:  # an unresolvable annotation: leave the config unchecked rather than fail
+        return
+    for config_field in dataclasses.fields(config):
+        annotation = hints.get(config_field.name, Any)
+        value = getattr(config, config_field.name)
+        if not _matches(value, annotation):
+            raise OptionTypeError(
+                f"Option {config_field.name!r} of analysis {analysis_name!r} must be "
+                f"{_describe(annotation)}; got {value!r} ({type(value).__name__})."
+            )
+        if annotation is float and isinstance(value, int):
+            object.__setattr__(config, config_field.name, float(value))
