@@ -134,3 +134,24 @@ def tiny_decoder(
     hf_config = AutoConfig.for_model(model_type, **known, **config)
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(hf_config).eval(), tokenizer
+
+
+def tiny_hooked_transformer(positional_embedding_type: str = "standard"):
+    """TransformerLens's own HookedTransformer (LayerNorm, GELU): 2 layers, width 32, 4 heads,
+    vocabulary sized to :func:`tiny_tokenizer`."""
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    torch.manual_seed(0)
+    config = HookedTransformerConfig(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=len(tiny_tokenizer()),
+        n_ctx=MAX_POSITIONS,
+        act_fn="gelu",
+        normalization_type="LN",
+        positional_embedding_type=positional_embedding_type,
+    )
+    return HookedTransformer(config).eval()

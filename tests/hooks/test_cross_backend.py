@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers.tiny_models import tiny_bert, tiny_decoder, tiny_gpt2, tiny_llama
 
-from geomlens.hooks.base import canonical_sites
+from geomlens.hooks.base import LOGITS_SITE, canonical_sites
 from geomlens.hooks.inputs import encode_token_ids
 from geomlens.hooks.nnsight import NNsightAdapter
 from geomlens.hooks.transformer_lens import TransformerLensAdapter
@@ -47,6 +47,8 @@ def test_both_backends_expose_the_same_sites(backends):
     expected = canonical_sites(nnsight.n_layers)
     if name == "neox-parallel":  # no residual stream between attention and MLP
         expected = [s for s in expected if not s.endswith("hook_resid_mid")]
+    if name != "bert":  # every other family here is a causal LM with its head
+        expected.append(LOGITS_SITE)
     assert nnsight.sites() == expected
 
 

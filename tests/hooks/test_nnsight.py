@@ -15,7 +15,7 @@ from nnsight.modeling.language import LanguageModel
 from transformers import BertForMaskedLM, GPT2LMHeadModel
 
 from geomlens.data.dataset import Dataset
-from geomlens.hooks.base import UnknownSiteError, canonical_sites
+from geomlens.hooks.base import LOGITS_SITE, UnknownSiteError, canonical_sites
 from geomlens.hooks.inputs import encode_token_ids
 from geomlens.hooks.nnsight import NNsightAdapter, load_nnsight
 
@@ -58,6 +58,8 @@ def test_every_canonical_site_has_its_shape(family):
     expected = canonical_sites(adapter.n_layers)
     if residual == "parallel":  # no residual stream between attention and MLP
         expected = [s for s in expected if not s.endswith("hook_resid_mid")]
+    if name != "bert":  # the decoders are built with their LM head
+        expected.append(LOGITS_SITE)
     assert adapter.sites() == expected
 
     inputs = batch()
@@ -67,6 +69,8 @@ def test_every_canonical_site_has_its_shape(family):
     b, t = inputs.attention_mask.shape
     for site, act in acts.items():
         width = d_mlp if ".mlp.hook_" in site else d_model
+        if site == LOGITS_SITE:
+            width = hf_model.config.vocab_size
         assert act.shape == (b, t, width), site
         assert not act.requires_grad
 
@@ -130,10 +134,10 @@ def test_a_task_head_changes_no_site(build):
     torch.manual_seed(0)
     with_head = (BertForMaskedLM if build is tiny_bert else GPT2LMHeadModel)(config).eval()
     headed, bare = NNsightAdapter(with_head), NNsightAdapter(with_head.base_model)
-    assert headed.sites() == bare.sites()
+    assert headed.sites() == [*bare.sites(), LOGITS_SITE]  # the head adds its logits only
     inputs = batch(side="left")
     torch.testing.assert_close(
-        headed.capture(inputs, headed.sites()), bare.capture(inputs, bare.sites()), atol=0, rtol=0
+        headed.capture(inputs, bare.sites()), bare.capture(inputs, bare.sites()), atol=0, rtol=0
     )
 
 
@@ -232,7 +236,8 @@ def test_unknown_architecture_falls_back_to_the_layer_list():
     assert adapter.table.family == "discovered:opt"
     assert adapter.table.layers == "decoder.layers"
     assert adapter.sites() == [
-        f"blocks.{layer}.hook_resid_{where}" for layer in range(2) for where in ("pre", "post")
+        *(f"blocks.{layer}.hook_resid_{where}" for layer in range(2) for where in ("pre", "post")),
+        LOGITS_SITE,
     ]
     with torch.no_grad():
         hidden = hf_model(input_ids=torch.tensor([ROWS[0]]), output_hidden_states=True)

@@ -12,14 +12,25 @@ import numpy as np
 import pytest
 import torch
 import transformer_lens.loading_from_pretrained as tl_loading
-from helpers.tiny_models import tiny_bert, tiny_gpt2, tiny_llama, tiny_tokenizer
+from helpers.tiny_models import (
+    tiny_bert,
+    tiny_gpt2,
+    tiny_hooked_transformer,
+    tiny_llama,
+    tiny_tokenizer,
+)
 from transformer_lens import HookedEncoder, HookedTransformer, HookedTransformerConfig
 from transformer_lens.model_bridge import TransformerBridge
 from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights
 from transformers import RobertaConfig, RobertaModel
 
 from geomlens.data.dataset import Dataset
-from geomlens.hooks.base import UnknownSiteError, canonical_sites, count_torch_hooks
+from geomlens.hooks.base import (
+    LOGITS_SITE,
+    UnknownSiteError,
+    canonical_sites,
+    count_torch_hooks,
+)
 from geomlens.hooks.transformer_lens import TransformerLensAdapter, load_transformer_lens
 
 TEXTS = [
@@ -35,20 +46,7 @@ FINAL_NORM = {"gpt2": "transformer.ln_f", "llama": "model.norm", "bert": None}
 
 
 def hooked_transformer(positional_embedding_type: str) -> HookedTransformer:
-    torch.manual_seed(0)
-    config = HookedTransformerConfig(
-        n_layers=2,
-        d_model=32,
-        n_heads=4,
-        d_head=8,
-        d_mlp=64,
-        d_vocab=len(tiny_tokenizer()),
-        n_ctx=64,
-        act_fn="gelu",
-        normalization_type="LN",
-        positional_embedding_type=positional_embedding_type,
-    )
-    return HookedTransformer(config).eval()
+    return tiny_hooked_transformer(positional_embedding_type)
 
 
 def native_bridge() -> TransformerBridge:
@@ -143,7 +141,8 @@ def assert_bitwise_equal(before: dict[str, torch.Tensor], model: torch.nn.Module
 
 # -- sites and shapes ------------------------------------------------------------------------
 def test_every_canonical_site_resolves_with_the_right_shape(tl_adapter, tl_dataset):
-    assert tl_adapter.sites() == canonical_sites(tl_adapter.n_layers)
+    head = [LOGITS_SITE] if tl_adapter.has_lm_head else []
+    assert tl_adapter.sites() == canonical_sites(tl_adapter.n_layers) + head
     hook_dict = tl_adapter.model.hook_dict
     for hook_point in tl_adapter.hook_points().values():
         assert hook_dict[hook_point.name] is hook_point
@@ -153,6 +152,8 @@ def test_every_canonical_site_resolves_with_the_right_shape(tl_adapter, tl_datas
     batch, tokens = inputs.attention_mask.shape
     for site, activation in activations.items():
         width = d_mlp if ".mlp.hook_" in site else d_model
+        if site == LOGITS_SITE:
+            width = tl_adapter.model.cfg.d_vocab
         assert activation.shape == (batch, tokens, width), site
         assert torch.isfinite(activation).all(), site
         assert not activation.requires_grad
@@ -220,6 +221,7 @@ def test_an_attention_only_model_offers_the_sites_that_fire(tl_dataset):
     assert adapter.sites() == [
         "hook_embed",
         *(f"blocks.{layer}.{name}" for layer in range(2) for name in per_block),
+        LOGITS_SITE,
     ]
     assert set(adapter.capture(encode_all(adapter, tl_dataset), adapter.sites())) == set(
         adapter.sites()

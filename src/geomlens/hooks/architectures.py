@@ -24,6 +24,10 @@ import torch
 from geomlens.hooks.base import EMBED_SITE, LAYER_SITE_TEMPLATES
 
 Port = Literal["output", "input"]
+#: How a family numbers token positions: from 0 (GPT-2, BERT, rotary models), from
+#: ``padding_idx + 1`` (RoBERTa, XLM-R, CamemBERT, MPNet: position ``padding_idx`` is reserved for
+#: pads), or not at all (the forward takes no position ids: ALiBi, relative attention biases).
+PositionNumbering = Literal["from_zero", "after_padding_idx", "none"]
 
 #: Canonical per-block site names without their ``blocks.{L}.`` prefix, in forward order.
 BLOCK_SITES: tuple[str, ...] = tuple(t.split(".", 2)[2] for t in LAYER_SITE_TEMPLATES)
@@ -58,6 +62,7 @@ class ArchitectureTable:
     embed: SiteRead | None
     block: Mapping[str, SiteRead] = field(default_factory=dict)
     note: str = ""
+    positions: PositionNumbering = "from_zero"
 
     def __post_init__(self) -> None:
         unknown = set(self.block) - set(BLOCK_SITES)

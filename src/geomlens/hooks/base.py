@@ -36,6 +36,9 @@ LAYER_SITE_TEMPLATES: tuple[str, ...] = (
     "blocks.{layer}.hook_resid_post",
 )
 EMBED_SITE = "hook_embed"
+#: The model's output logits [B, T, vocab]: offered (last in forward order) only by models with
+#: an LM head; what the model's own forward returns as ``logits``.
+LOGITS_SITE = "logits"
 
 
 def canonical_sites(n_layers: int) -> list[str]:
@@ -158,6 +161,13 @@ class Adapter(ABC):
         max_length: int | None = None,
     ) -> ModelInputs:
         """Turn rows ``index`` of ``dataset`` into one padded batch on this adapter's device."""
+        if dataset.inputs:  # pixel values, any named tensor input, or images for a processor
+            from geomlens.hooks.tensor_inputs import encode_named_inputs
+
+            batch = encode_named_inputs(
+                self, dataset, index, padding_side=padding_side, max_length=max_length
+            )
+            return batch.to(self.device)
         if dataset.texts is not None:
             texts = [dataset.texts[i] for i in index]
             inputs = encode_texts(
@@ -215,6 +225,16 @@ class Adapter(ABC):
     @property
     def active_edits(self) -> list[tuple[str, EditFn]]:
         return list(self._edits)
+
+    def linearize(
+        self, layers: int | Sequence[int], mode: str = "identity", calibration: Any = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """Replace the MLP activation φ at ``layers`` by ``"identity"`` (φ(x) → x) or
+        ``"tangent"`` (φ(x₀) + φ'(x₀)(x − x₀), x₀ the mean pre-activation on ``calibration``
+        data) inside the ``with`` block; see :mod:`geomlens.hooks.linearize`."""
+        from geomlens.hooks.linearize import linearize
+
+        return linearize(self, layers, mode=mode, calibration=calibration)
 
     # -- safety ------------------------------------------------------------------------------
     @abstractmethod

@@ -52,6 +52,7 @@ class ModelInputs:
             input_ids=move(self.input_ids),
             position_ids=move(self.position_ids),
             span_mask=move(self.span_mask),
+            extra={k: move(v) if isinstance(v, torch.Tensor) else v for k, v in self.extra.items()},
         )
 
 
@@ -59,6 +60,18 @@ def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """Positions counted over real tokens only: 0 at each example's first real token."""
     mask = attention_mask.long()
     return (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def numbered_positions(
+    positions: torch.Tensor, attention_mask: torch.Tensor, *, first: int, pad: int
+) -> torch.Tensor:
+    """Shift 0-based positions so real tokens count from ``first`` and pads sit at ``pad``.
+
+    RoBERTa-style models reserve position ``padding_idx`` for pads and number real tokens from
+    ``padding_idx + 1``; handing them positions from 0 shifts every embedding by two rows.
+    """
+    mask = attention_mask.bool()
+    return torch.where(mask, positions + first, torch.full_like(positions, pad))
 
 
 def strip_span_marker(text: str) -> tuple[str, tuple[int, int] | None]:

@@ -41,6 +41,7 @@ from geomlens.hooks.architectures import (
 )
 from geomlens.hooks.base import (
     EMBED_SITE,
+    LOGITS_SITE,
     Adapter,
     EditFn,
     checked_edit,
@@ -48,7 +49,7 @@ from geomlens.hooks.base import (
     eval_mode,
     layer_of,
 )
-from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
+from geomlens.hooks.inputs import ModelInputs, numbered_positions, position_ids_from_mask
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
 
@@ -61,6 +62,8 @@ class _Location:
     port: Port
     tuple_index: int
     sites: list[str] = field(default_factory=list)
+    #: Read this attribute of the value (the model output's ``logits``) instead of an element.
+    attribute: str | None = None
 
 
 def _twin_sharing_weights(module: torch.nn.Module) -> torch.nn.Module:
@@ -139,7 +142,7 @@ class NNsightAdapter(Adapter):
         self._sites = self._offered_sites()
         self._forward_order = {site: i for i, site in enumerate(self._sites)}
         for site in self._sites:
-            if layer_of(site) in (None, 0):  # a wrong table fails here, not mid-trace
+            if site != LOGITS_SITE and layer_of(site) in (None, 0):  # fail here, not mid-trace
                 self._submodule(self._site_path(site))
         # Hooks the model already carried (transformers installs output-recording hooks of its
         # own, for good, the first time hidden states are asked for) are not ours to count.
@@ -181,7 +184,15 @@ class NNsightAdapter(Adapter):
         per_block = self.table.block_sites(self.config)
         for layer in range(self._n_layers):
             sites.extend(f"blocks.{layer}.{name}" for name in per_block)
+        if self.has_lm_head:
+            sites.append(LOGITS_SITE)
         return sites
+
+    @property
+    def has_lm_head(self) -> bool:
+        """Whether the model maps the residual stream to vocabulary logits (``logits`` site)."""
+        get = getattr(self._module, "get_output_embeddings", None)
+        return callable(get) and get() is not None
 
     def _site_path(self, site: str) -> str:
         relative, _ = self.table.locate(site)
@@ -215,6 +226,11 @@ class NNsightAdapter(Adapter):
         """The locations holding ``sites``, in forward order, each read once."""
         locations: dict[tuple[str, str, int], _Location] = {}
         for site in sorted(set(sites), key=self._forward_order.__getitem__):
+            if site == LOGITS_SITE:
+                # The whole model's output, so that whatever the head does after its output
+                # projection (Gemma 2's soft-capping, Cohere's logit scale) is included.
+                locations[("", "output", 0)] = _Location("", "output", 0, [site], "logits")
+                continue
             _, read = self.table.locate(site)
             key = (self._site_path(site), read.port, read.tuple_index)
             locations.setdefault(key, _Location(*key)).sites.append(site)
@@ -233,15 +249,27 @@ class NNsightAdapter(Adapter):
         }
         # Explicit positions, counted over real tokens: models with absolute positions otherwise
         # number a left-padded example's tokens from the first pad.
-        if "position_ids" in accepted:
-            kwargs["position_ids"] = (
-                inputs.position_ids
-                if inputs.position_ids is not None
-                else position_ids_from_mask(inputs.attention_mask)
-            )
+        if "position_ids" in accepted and self.table.positions != "none":
+            kwargs["position_ids"] = self._position_ids(inputs)
         if "use_cache" in accepted:
             kwargs["use_cache"] = False
         return kwargs
+
+    def _position_ids(self, inputs: ModelInputs) -> torch.Tensor:
+        """Positions counted over real tokens, numbered as the family numbers them."""
+        mask = inputs.attention_mask
+        positions = (
+            inputs.position_ids if inputs.position_ids is not None else position_ids_from_mask(mask)
+        )
+        if self.table.positions == "after_padding_idx":
+            pad = getattr(self.config, "pad_token_id", None)
+            if pad is None:
+                raise ValueError(
+                    f"The {self.table.family!r} family numbers positions from padding_idx + 1, "
+                    f"but the config of {self.model_id!r} has no pad_token_id to read it from."
+                )
+            positions = numbered_positions(positions, mask, first=pad + 1, pad=pad)
+        return positions
 
     def _visit(
         self,
@@ -255,7 +283,10 @@ class NNsightAdapter(Adapter):
             envoy = self._envoy_at(location.path)
             value = envoy.output if location.port == "output" else envoy.input
             is_tuple = location.port == "output" and isinstance(value, tuple)
-            original = value[location.tuple_index] if is_tuple else value
+            if location.attribute is not None:
+                original = getattr(value, location.attribute)
+            else:
+                original = value[location.tuple_index] if is_tuple else value
             activation = original
             for site in location.sites:
                 for edit_site, edit in edits:
@@ -265,7 +296,10 @@ class NNsightAdapter(Adapter):
                     captured[site] = activation.detach().clone()
             if activation is original:
                 continue
-            if location.port == "input":
+            if location.attribute is not None:
+                setattr(value, location.attribute, activation)
+                envoy.output = value
+            elif location.port == "input":
                 envoy.input = activation
             elif is_tuple:
                 i = location.tuple_index

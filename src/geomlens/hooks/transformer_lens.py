@@ -42,6 +42,7 @@ from transformer_lens.model_bridge.sources.transformers import (
 from transformers import PreTrainedModel
 
 from geomlens.hooks.base import (
+    LOGITS_SITE,
     Adapter,
     EditFn,
     canonical_sites,
@@ -192,8 +193,20 @@ class TransformerLensAdapter(Adapter):
                 points[site] = hook_dict[name]
         return points
 
+    @property
+    def has_lm_head(self) -> bool:
+        """Whether the forward pass ends in vocabulary logits (the ``logits`` site): always for a
+        HookedTransformer, for a bridge when it kept its ``unembed`` (a bridged bare base model
+        such as ``BertModel`` or ``GPT2Model`` has none)."""
+        if not self.is_bridge:
+            return True
+        return "unembed" in (getattr(self.model.adapter, "component_mapping", None) or {})
+
     def sites(self) -> list[str]:
-        return list(self.hook_points())
+        sites = list(self.hook_points())
+        # Read from the forward's return value: HookedTransformer has no hook after its unembed,
+        # and what the model returns is the definition of its logits.
+        return [*sites, LOGITS_SITE] if self.has_lm_head else sites
 
     def describe(self) -> dict[str, Any]:
         cfg = self.model.cfg
@@ -223,11 +236,15 @@ class TransformerLensAdapter(Adapter):
                 self.resolve_site(site)  # raises, naming the nearest valid site
         if not sites:
             return {}
+        wants_logits = LOGITS_SITE in sites
+        hooked_sites = [site for site in sites if site != LOGITS_SITE]
         taps: dict[int, _Tap] = {}
         for site, edit in self.active_edits:
+            if site == LOGITS_SITE:
+                continue  # applied to the returned logits below
             hook_point = points[site]
             taps.setdefault(id(hook_point), _Tap(hook_point)).edits.append((site, edit))
-        for site in dict.fromkeys(sites):
+        for site in dict.fromkeys(hooked_sites):
             hook_point = points[site]
             taps.setdefault(id(hook_point), _Tap(hook_point)).capture_as.append(site)
 
@@ -242,7 +259,7 @@ class TransformerLensAdapter(Adapter):
                     # A copy: a later edit may change this tensor in place.
                     captured[site] = activation.detach().clone()
                 pending.discard(key)
-                if not pending:
+                if not pending and not wants_logits:
                     raise _StopForward
                 return activation
 
@@ -255,9 +272,15 @@ class TransformerLensAdapter(Adapter):
         with eval_mode(self.model, *([wrapped] if wrapped is not None else [])), torch.no_grad():
             try:
                 with _hooks_added(hooks):
-                    self._forward(inputs)
+                    logits = self._forward(inputs, wants_logits)
             except _StopForward:
                 pass
+            else:
+                if wants_logits:
+                    for site, edit in self.active_edits:
+                        if site == LOGITS_SITE:
+                            logits = checked_edit(edit, logits, site)
+                    captured[LOGITS_SITE] = logits.detach().clone()
         missing = [site for site in sites if site not in captured]
         if missing:
             raise RuntimeError(
@@ -266,19 +289,19 @@ class TransformerLensAdapter(Adapter):
             )
         return {site: captured[site] for site in sites}
 
-    def _forward(self, inputs: ModelInputs) -> None:
+    def _forward(self, inputs: ModelInputs, logits: bool = False) -> torch.Tensor | None:
         mask = inputs.attention_mask.long()
+        return_type = "logits" if logits else None
         if not self.is_bridge:
             # HookedTransformer derives positions (absolute and rotary) from the mask itself.
-            self.model(inputs.input_ids, attention_mask=mask, return_type=None)
-            return
+            return self.model(inputs.input_ids, attention_mask=mask, return_type=return_type)
         kwargs: dict[str, Any] = {"attention_mask": mask}
         if _bridge_takes_position_ids(self.model):
             positions = inputs.position_ids
             kwargs["position_ids"] = (
                 position_ids_from_mask(mask) if positions is None else positions
             )
-        self.model(inputs.input_ids, return_type=None, **kwargs)
+        return self.model(inputs.input_ids, return_type=return_type, **kwargs)
 
     # -- safety --------------------------------------------------------------------------------
     def hook_count(self) -> int:
