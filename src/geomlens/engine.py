@@ -35,6 +35,7 @@ from geomlens.distributed import (
 )
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import PaddingSide
+from geomlens.hooks.linearize import active_linearizations
 from geomlens.registry import analysis_class
 from geomlens.results import Result
 
@@ -349,6 +350,7 @@ def run(
         "analyses": [{"name": a.name, "config": a.config.to_dict()} for a in built],
         "model": adapter.describe(),
         "interventions": [site for site, _ in adapter.active_edits],
+        "linearizations": active_linearizations(adapter),
         "data": f"{len(dataset)} rows"
         if isinstance(dataset, Dataset)
         else dataset.describe()["source"],
@@ -397,6 +399,8 @@ def run(
             "fused_with": [a.name for a in built],
             # A result computed under an intervention must say so: the sites edited, in order.
             "interventions": run_arguments["interventions"],
+            # MLP activations linearised during the run (adapter.linearize): layers and mode.
+            "linearizations": run_arguments["linearizations"],
             # Whether code shipped with the model's files ran when it was loaded (gl.load).
             "trust_remote_code": bool(getattr(adapter, "trust_remote_code", False)),
             "versions": library_versions(),

@@ -1,0 +1,113 @@
+"""abstraction: the abstraction cosine α of binary concepts across contexts, at every site.
+
+For a binary concept s seen in contexts c_1..c_k, class means μ(s, c) give difference vectors
+u_c = μ(+, c) − μ(−, c); α is the mean cosine over pairs of contexts c ≠ c'. α near 1: one
+shared concept direction (a linear, abstract representation); near 0: unrelated directions.
+Reported with a bootstrap confidence interval over contexts and a label-shuffle null (class
+means dealt at random into pairs). State is the class means per (task, concept, context),
+streamed, so memory does not grow with the number of rows. See docs/abstraction.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from geomlens.analyses.base import Analysis, Batch, option
+from geomlens.analyses.concept_geometry import (
+    ConceptConfig,
+    ConceptState,
+    abstraction_scores,
+    concept_sites,
+    default_concept_data,
+    plot_by_layer,
+    site_averages,
+    task_rng,
+)
+from geomlens.hooks.base import Adapter
+from geomlens.registry import register_analysis
+from geomlens.results import Result
+
+ALPHA_COLUMNS = ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null", "alpha_null_p95")
+
+
+@dataclass
+class AbstractionConfig(ConceptConfig):
+    n_bootstrap: int = option(1000, "Bootstrap resamples of contexts for the confidence interval.")
+    n_shuffles: int = option(200, "Label shuffles for the null distribution of α.")
+    confidence: float = option(0.95, "Confidence level of the bootstrap interval.")
+
+
+def abstraction_table(state: ConceptState, config: AbstractionConfig, seed: int) -> list[dict]:
+    """One row per (site, task): α, its CI, the shuffle null, the number of contexts."""
+    rows = []
+    for site in state.sites():
+        for task in state.tasks():
+            _, contexts, means = state.class_means(site, task)
+            if len(contexts) < 2:
+                raise ValueError(
+                    f"Task {task!r} has {len(contexts)} context(s) showing both concept values; "
+                    "α compares a concept across at least two contexts."
+                )
+            scores = abstraction_scores(
+                means,
+                task_rng(seed, site, task),
+                n_bootstrap=config.n_bootstrap,
+                n_shuffles=config.n_shuffles,
+                confidence=config.confidence,
+            )
+            rows.append({"site": site, "task": task, **scores})
+    return rows
+
+
+@register_analysis("abstraction")
+class Abstraction(Analysis):
+    """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
+
+    Config = AbstractionConfig
+    config: AbstractionConfig
+
+    def __init__(self, config: AbstractionConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.state = ConceptState(keep_rows=False)
+
+    def sites(self, adapter: Adapter) -> list[str]:
+        return concept_sites(self.config, adapter)
+
+    def required_columns(self) -> tuple[str, ...]:
+        return ("concept", "context")
+
+    def default_data(self, adapter: Adapter) -> Any:
+        return default_concept_data(adapter)
+
+    def update(self, batch: Batch) -> None:
+        sites = self.sites(self.context.adapter)
+        self.state.update(batch.activations, batch, sites, self.config.pooling)
+
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        assert isinstance(other, Abstraction)
+        self.state.merge(other.state)
+
+    def finalize(self) -> Result:
+        if self.state.empty:
+            raise ValueError("abstraction saw no data; give rows with concept and context.")
+        seed = self.context.seed if self.context is not None else 0
+        rows = abstraction_table(self.state, self.config, seed)
+        metrics = site_averages(rows, ALPHA_COLUMNS)
+        return Result(self.name, metrics=metrics, tables={"per_task": rows})
+
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        import matplotlib.pyplot as plt
+
+        figure, axis = plt.subplots(figsize=(7, 4))
+        rows = result.tables["per_task"]
+        plot_by_layer(axis, rows, "alpha", band=("alpha_ci_low", "alpha_ci_high"))
+        plot_by_layer(axis, rows, "alpha_null_p95", linestyle=":", label_suffix=" null 95%")
+        axis.axhline(0, color="grey", lw=0.5)
+        axis.set_ylabel("abstraction cosine α")
+        axis.legend(fontsize=7, ncol=2)
+        figure.suptitle(f"abstraction · {result.provenance.get('model_id', '')}")
+        figure.tight_layout()
+        return figure

@@ -1,0 +1,345 @@
+"""What abstraction, CCGP and linearization-effect share: concept rows, their state, their scores.
+
+A concept set's rows carry a binary ``concept``, a ``context`` and a ``task`` (see
+:mod:`geomlens.data.concepts`). :class:`ConceptState` folds batches into class means per
+(site, task, concept, context) — all the abstraction cosine needs — and, when a probe needs
+them, the pooled rows themselves. The scoring functions turn a state into per-task table rows;
+they are deterministic given the run seed (bootstrap and shuffle draws are seeded per site and
+task, so the order in which states were merged does not matter).
+
+Formulas: docs/abstraction.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from geomlens.analyses.base import AnalysisConfig, Batch, option
+from geomlens.hooks.base import Adapter, layer_of
+from geomlens.hooks.pooling import pool_tokens
+
+#: Task name given to rows of data without a ``task`` column.
+SINGLE_TASK = "all"
+
+
+@dataclass
+class ConceptConfig(AnalysisConfig):
+    """Options every concept analysis has: where to read and how to pool a row."""
+
+    site: str | list[str] | None = option(
+        None, "Site(s) to measure; default: every blocks.{L}.hook_resid_post (a layer sweep)."
+    )
+    pooling: str = option(
+        "auto",
+        "How a row's tokens become one vector: 'auto' (the [[marked]] word's tokens when texts "
+        "mark one, else the mean), 'span', 'mean', 'last' or 'first'.",
+    )
+
+
+def concept_sites(config: ConceptConfig, adapter: Adapter) -> list[str]:
+    """The configured sites, or the layer sweep of ``hook_resid_post``."""
+    if config.site is None:
+        sweep = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
+        return sweep or adapter.sites()
+    return [config.site] if isinstance(config.site, str) else list(config.site)
+
+
+def default_concept_data(adapter: Adapter) -> dict[str, list[str]]:
+    """The shipped English two-factor sets (gender, number, tense, degree, animacy-by-colour)."""
+    from geomlens.data.concepts import english_concepts
+
+    return english_concepts()
+
+
+def pooled_rows(
+    activations: dict[str, torch.Tensor], batch: Batch, site: str, pooling: str
+) -> np.ndarray:
+    """``[B, d]`` float64: one vector per row of the batch at ``site``."""
+    how = pooling
+    if how == "auto":
+        how = "span" if batch.inputs.span_mask is not None else "mean"
+    vectors = pool_tokens(activations[site], batch.attention_mask, how, batch.inputs.span_mask)
+    return vectors.reshape(vectors.shape[0], -1).to(torch.float64).cpu().numpy()
+
+
+def batch_labels(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(task, concept, context) of each row, as strings."""
+    columns = batch.columns
+    missing = [c for c in ("concept", "context") if c not in columns]
+    if missing:
+        raise ValueError(
+            f"Concept analyses need the columns concept and context (and optionally task); "
+            f"the data lacks {missing}. See geomlens.data.concepts for the shipped sets."
+        )
+    tasks = columns.get("task")
+    if tasks is None:
+        tasks = np.full(len(batch), SINGLE_TASK)
+    return tasks.astype(str), columns["concept"].astype(str), columns["context"].astype(str)
+
+
+class ConceptState:
+    """Mergeable, picklable state of one concept analysis over several sites.
+
+    ``means``: ``{(site, task, concept, context): [sum vector, count]}``, always kept.
+    ``rows`` (when ``keep_rows``): the pooled ``[N, d]`` rows per site with their dataset
+    index and labels — a concept set is thousands of rows, which fit in memory.
+    """
+
+    def __init__(self, keep_rows: bool) -> None:
+        self.keep_rows = keep_rows
+        self.means: dict[tuple[str, str, str, str], list[Any]] = {}
+        self.rows: dict[str, list[np.ndarray]] = {}
+        self.index: list[np.ndarray] = []
+        self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def update(
+        self,
+        activations: dict[str, torch.Tensor],
+        batch: Batch,
+        sites: Sequence[str],
+        pooling: str,
+    ) -> None:
+        tasks, concepts, contexts = batch_labels(batch)
+        cells = list(zip(tasks, concepts, contexts))
+        for site in sites:
+            vectors = pooled_rows(activations, batch, site, pooling)
+            for row, cell in enumerate(cells):
+                entry = self.means.setdefault((site, *cell), [np.zeros(vectors.shape[1]), 0])
+                entry[0] += vectors[row]
+                entry[1] += 1
+            if self.keep_rows:
+                self.rows.setdefault(site, []).append(vectors.astype(np.float32))
+        if self.keep_rows:
+            self.index.append(np.asarray(batch.index))
+            self.labels.append((tasks, concepts, contexts))
+
+    def merge(self, other: ConceptState) -> None:
+        for key, (total, count) in other.means.items():
+            entry = self.means.setdefault(key, [np.zeros_like(total), 0])
+            entry[0] = entry[0] + total
+            entry[1] += count
+        for site, chunks in other.rows.items():
+            self.rows.setdefault(site, []).extend(chunks)
+        self.index.extend(other.index)
+        self.labels.extend(other.labels)
+
+    @property
+    def empty(self) -> bool:
+        return not self.means
+
+    def sites(self) -> list[str]:
+        return list(dict.fromkeys(site for site, *_ in self.means))
+
+    def tasks(self) -> list[str]:
+        return sorted({task for _, task, _, _ in self.means})
+
+    def class_means(self, site: str, task: str) -> tuple[list[str], list[str], np.ndarray]:
+        """(concept values, contexts, means ``[2, k, d]``), contexts with both values only."""
+        cells = {
+            (c, x): s / n for (st, t, c, x), (s, n) in self.means.items() if (st, t) == (site, task)
+        }
+        concepts = sorted({c for c, _ in cells})
+        if len(concepts) != 2:
+            raise ValueError(
+                f"Task {task!r} has concept values {concepts}; a concept is binary, so each task "
+                "needs exactly two values (give other values their own task)."
+            )
+        contexts = sorted({x for c, x in cells if all((v, x) in cells for v in concepts)})
+        means = np.array([[cells[(c, x)] for x in contexts] for c in concepts])
+        return concepts, contexts, means
+
+    def pooled(self, site: str, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows ``[n, d]``, concept, context) of one task at one site, in dataset order."""
+        order = np.argsort(np.concatenate(self.index), kind="stable")
+        tasks, concepts, contexts = (np.concatenate(part)[order] for part in zip(*self.labels))
+        rows = np.concatenate(self.rows[site])[order]
+        chosen = tasks == task
+        return rows[chosen].astype(np.float64), concepts[chosen], contexts[chosen]
+
+
+def task_rng(seed: int, site: str, task: str) -> np.random.Generator:
+    """A generator fixed by the run seed, the site and the task (not by merge order)."""
+    return np.random.default_rng([seed, zlib.crc32(f"{site}\x00{task}".encode())])
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def pairwise_alpha(differences: np.ndarray) -> float:
+    """α: the mean cosine over pairs of distinct rows of ``differences`` ``[k, d]``."""
+    unit = _unit_rows(differences)
+    cosines = unit @ unit.T
+    upper = np.triu_indices(len(unit), k=1)
+    return float(cosines[upper].mean())
+
+
+def abstraction_scores(
+    means: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    n_bootstrap: int,
+    n_shuffles: int,
+    confidence: float,
+) -> dict[str, float]:
+    """α, its bootstrap CI over contexts, and the label-shuffle null, from class means
+    ``[2, k, d]`` (concept value × context)."""
+    differences = means[1] - means[0]
+    k = differences.shape[0]
+    unit = _unit_rows(differences)
+    cosines = unit @ unit.T
+    alpha = pairwise_alpha(differences)
+    # Bootstrap: resample contexts; a context drawn twice is not paired with itself.
+    draws = rng.integers(0, k, size=(n_bootstrap, k))
+    boot = np.empty(n_bootstrap)
+    for b, idx in enumerate(draws):
+        distinct = idx[:, None] != idx[None, :]
+        boot[b] = cosines[np.ix_(idx, idx)][distinct].mean() if distinct.any() else alpha
+    tail = (1 - confidence) / 2
+    # Null: the 2k class means dealt at random into k (+, −) pairs (concept and context labels
+    # shuffled together), so no shared concept direction is left.
+    flat = means.reshape(2 * k, -1)
+    null = np.empty(n_shuffles)
+    for s in range(n_shuffles):
+        dealt = flat[rng.permutation(2 * k)]
+        null[s] = pairwise_alpha(dealt[:k] - dealt[k:])
+    return {
+        "alpha": alpha,
+        "alpha_ci_low": float(np.quantile(boot, tail)),
+        "alpha_ci_high": float(np.quantile(boot, 1 - tail)),
+        "alpha_null": float(null.mean()),
+        "alpha_null_p95": float(np.quantile(null, 0.95)),
+        "alpha_p_value": float((1 + np.sum(null >= alpha)) / (1 + n_shuffles)),
+        "n_contexts": float(k),
+    }
+
+
+def context_splits(contexts: Sequence[str], max_splits: int) -> tuple[str, list[list[str]]]:
+    """How CCGP holds contexts out: (scheme name, list of held-out context sets).
+
+    Up to 6 contexts: every balanced split (half the contexts held out; for 2, both
+    directions). More: leave one context out, or, past ``max_splits`` contexts (when
+    ``max_splits`` > 0), ``max_splits`` groups of contexts held out in turn.
+    """
+    contexts = list(contexts)
+    k = len(contexts)
+    if k <= 6:
+        held = [list(c) for c in itertools.combinations(contexts, k // 2)]
+        return "all balanced splits", held
+    if max_splits <= 0 or k <= max_splits:
+        return "leave one context out", [[c] for c in contexts]
+    groups = [contexts[i::max_splits] for i in range(max_splits)]
+    return f"{max_splits} groups of contexts held out in turn", groups
+
+
+def _probe(inverse_regularisation: float, seed: int) -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(
+        StandardScaler(),
+        LogisticRegression(C=inverse_regularisation, max_iter=5000, random_state=seed),
+    )
+
+
+def ccgp_scores(
+    rows: np.ndarray,
+    concept: np.ndarray,
+    context: np.ndarray,
+    *,
+    seed: int,
+    max_splits: int,
+    folds: int,
+    inverse_regularisation: float,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """CCGP (accuracy on held-out contexts, mean over splits) and the within-context accuracy
+    (stratified cross-validation with rows split at random, so test contexts were seen in
+    training), plus one record per split."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    both = sorted({x for x in context if len(set(concept[context == x])) == 2})
+    keep = np.isin(context, both)
+    rows, concept, context = rows[keep], concept[keep], context[keep]
+    scheme, held_out = context_splits(both, max_splits)
+    splits = []
+    for held in held_out:
+        test = np.isin(context, held)
+        probe = _probe(inverse_regularisation, seed).fit(rows[~test], concept[~test])
+        accuracy = float(probe.score(rows[test], concept[test]))
+        splits.append({"held_out": "|".join(held), "accuracy": accuracy, "n_test": int(test.sum())})
+    smallest_class = min(np.sum(concept == value) for value in set(concept))
+    n_folds = max(2, min(folds, smallest_class))
+    folds_split = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    within = cross_val_score(
+        _probe(inverse_regularisation, seed), rows, concept, cv=folds_split
+    ).mean()
+    summary = {
+        "ccgp": float(np.mean([s["accuracy"] for s in splits])),
+        "within_context_accuracy": float(within),
+        "n_contexts": float(len(both)),
+        "n_splits": float(len(splits)),
+        "split_scheme": scheme,
+    }
+    return summary, splits
+
+
+def site_averages(rows: list[dict[str, Any]], columns: Sequence[str]) -> dict[str, float]:
+    """``{"<site>.<column>": mean over tasks}`` for each numeric column."""
+    metrics: dict[str, float] = {}
+    for site in dict.fromkeys(r["site"] for r in rows):
+        mine = [r for r in rows if r["site"] == site]
+        for column in columns:
+            values = [r[column] for r in mine if r.get(column) is not None]
+            if values:
+                metrics[f"{site}.{column}"] = float(np.mean(values))
+    return metrics
+
+
+def layer_position(site: str, fallback: int) -> int:
+    """Where a site goes on a by-layer axis (its block index, else its order)."""
+    layer = layer_of(site)
+    return fallback if layer is None else layer
+
+
+def plot_by_layer(
+    axis: Any,
+    rows: list[dict[str, Any]],
+    column: str,
+    *,
+    linestyle: str = "-",
+    label_suffix: str = "",
+    band: tuple[str, str] | None = None,
+) -> None:
+    """One line per task: ``column`` against the layer of each site."""
+    order = {s: i for i, s in enumerate(dict.fromkeys(r["site"] for r in rows))}
+    colours = {}
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = sorted(
+            (r for r in rows if r["task"] == task and r.get(column) is not None),
+            key=lambda r: layer_position(r["site"], order[r["site"]]),
+        )
+        if not mine:
+            continue
+        x = [layer_position(r["site"], order[r["site"]]) for r in mine]
+        (line,) = axis.plot(
+            x, [r[column] for r in mine], linestyle, marker="o", ms=3, label=f"{task}{label_suffix}"
+        )
+        colours[task] = line.get_color()
+        if band is not None:
+            axis.fill_between(
+                x,
+                [r[band[0]] for r in mine],
+                [r[band[1]] for r in mine],
+                alpha=0.15,
+                color=line.get_color(),
+            )
+    axis.set_xlabel("layer")
