@@ -22,14 +22,25 @@ class Dataset:
     texts: list[str] | None = None
     token_ids: list[list[int]] | None = None
     num_rows: int | None = None
+    #: Named model inputs, one entry per example ({"pixel_values": array}, {"images": paths}),
+    #: alone or beside texts (a VLM prompt); see geomlens.hooks.tensor_inputs.
+    inputs: dict[str, Any] | None = None
     columns: dict[str, np.ndarray] = field(default_factory=dict)
     #: Where the examples came from (a file, a bundled corpus, an in-memory list), for provenance.
     source: str = ""
 
     def __post_init__(self) -> None:
         given = [x is not None for x in (self.texts, self.token_ids, self.num_rows)]
-        if sum(given) != 1:
-            raise ValueError("A Dataset needs exactly one of texts, token_ids or num_rows.")
+        if self.inputs is not None:
+            from geomlens.hooks.tensor_inputs import check_named_inputs
+
+            examples = self.texts or self.token_ids or []
+            self.inputs = check_named_inputs(self.inputs, rows=len(examples) or None)
+        if sum(given) != 1 and not (self.inputs and sum(given) == 0):
+            raise ValueError(
+                "A Dataset needs exactly one of texts, token_ids or num_rows (named model "
+                "inputs may come alone or beside texts / token ids)."
+            )
         n = len(self)
         if n == 0:
             raise ValueError("The dataset is empty; give at least one example.")
@@ -47,6 +58,8 @@ class Dataset:
             return len(self.texts)
         if self.token_ids is not None:
             return len(self.token_ids)
+        if self.inputs and self.num_rows is None:
+            return len(next(iter(self.inputs.values())))
         return int(self.num_rows or 0)
 
     def describe_source(self) -> str:
@@ -57,6 +70,8 @@ class Dataset:
             return f"in-memory list of {len(self)} texts"
         if self.token_ids is not None:
             return f"in-memory list of {len(self)} token-id sequences"
+        if self.inputs:
+            return f"in-memory model inputs {sorted(self.inputs)} for {len(self)} examples"
         return f"{len(self)} rows of recorded activations"
 
     def column_batch(self, index: np.ndarray) -> dict[str, np.ndarray]:
@@ -91,13 +106,21 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
     if hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas DataFrame
         data = {name: data[name].to_numpy() for name in data.columns}
     if isinstance(data, Mapping):
-        columns = {k: np.asarray(v) for k, v in data.items() if k not in ("text", "token_ids")}
+        from geomlens.hooks.tensor_inputs import INPUT_KEYS, named_inputs_of
+
+        inputs = named_inputs_of(data)
+        skip = ("text", "token_ids", *INPUT_KEYS)
+        columns = {k: np.asarray(v) for k, v in data.items() if k not in skip}
         if "text" in data:
-            return Dataset(texts=[str(t) for t in data["text"]], columns=columns)
+            return Dataset(texts=[str(t) for t in data["text"]], inputs=inputs, columns=columns)
         if "token_ids" in data:
             return Dataset(
-                token_ids=[list(map(int, t)) for t in data["token_ids"]], columns=columns
+                token_ids=[list(map(int, t)) for t in data["token_ids"]],
+                inputs=inputs,
+                columns=columns,
             )
+        if inputs:
+            return Dataset(inputs=inputs, columns=columns)
         if num_rows is not None:
             return Dataset(num_rows=num_rows, columns=columns)
         raise ValueError(
