@@ -1,0 +1,240 @@
+"""Behavioural similarity: choice probabilities from option logits, p_S^n / p_I^n, and g(d).
+
+Each row is a multiple-choice prompt with options x_1..x_n (their coordinates given) and a
+probe p. The model's next-token log-probabilities of the option tokens, renormalised over the
+options, are the choice probabilities D_i. Under the Luce rule D_i = g(d_i) / Σ_k g(d_k), so
+log(D_i / D_1) = log g(d_i) − log g(d_1) for every pair of options of a trial: g is recovered
+up to one scale by least squares over all trials (normalised to 1 at the smallest distance
+seen, which is d = 0 when identification trials are present). The similarity test's accuracy
+is the mean D of the option closest to the probe (ties share), the identification test's the
+mean D of the option equal to the probe; both per number of options n.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from geomlens.data.stimuli import Metric, parse_metric
+
+LOGITS_SITE = "logits"
+TESTS = ("similarity", "identification")
+
+
+@dataclass
+class ChoiceRecords:
+    """Per-row choice probabilities and coordinates (mergeable by concatenation)."""
+
+    REQUIRED_COLUMNS = ("coordinate", "options", "option_coordinates", "test")
+
+    index: list[int] = field(default_factory=list)
+    test: list[str] = field(default_factory=list)
+    probabilities: list[np.ndarray] = field(default_factory=list)
+    probe: list[Any] = field(default_factory=list)
+    option_coordinates: list[Any] = field(default_factory=list)
+    first_token_options: set[str] = field(default_factory=set)
+    _token_ids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def add(self, batch: Any, site: str, tokenizer: Any, first_token: bool) -> None:
+        """Fold a batch: D over each row's options from the last real token's logits."""
+        logits = batch.pooled(site, "last")
+        log_probs = torch.log_softmax(logits.detach().to(torch.float64), dim=-1).cpu()
+        columns = batch.columns
+        for row, index in enumerate(batch.index):
+            options = list(columns["options"][row])
+            if "option_token_ids" in columns:
+                ids = [int(i) for i in columns["option_token_ids"][row]]
+            else:
+                ids = [self._option_token(o, tokenizer, first_token) for o in options]
+            if len(ids) != len(options) or len(ids) < 1:
+                raise ValueError(f"Row {index}: {len(options)} options but {len(ids)} token ids.")
+            chosen = log_probs[row, ids]
+            self.index.append(int(index))
+            self.test.append(_test_name(columns["test"][row]))
+            self.probabilities.append(torch.softmax(chosen, dim=0).numpy().copy())
+            self.probe.append(columns["coordinate"][row])
+            self.option_coordinates.append(list(columns["option_coordinates"][row]))
+
+    def _option_token(self, option: str, tokenizer: Any, first_token: bool) -> int:
+        if option in self._token_ids:
+            return self._token_ids[option]
+        if tokenizer is None:
+            raise ValueError(
+                "Behavioural similarity needs the model's tokenizer to find the option tokens, or "
+                "an 'option_token_ids' column with one token id per option."
+            )
+        ids = tokenizer(option, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            if not first_token or not ids:
+                pieces = tokenizer.convert_ids_to_tokens(ids) if ids else []
+                raise ValueError(
+                    f"Option {option!r} is {len(ids)} tokens {pieces}, so its next-token "
+                    "probability is not one logit. Use single-token options (e.g. a leading "
+                    "space, shorter labels), or pass first_token=True to score options by their "
+                    "first token (recorded in the result)."
+                )
+            self.first_token_options.add(option)
+        self._token_ids[option] = int(ids[0])
+        return int(ids[0])
+
+    def merge(self, other: ChoiceRecords) -> None:
+        self.index.extend(other.index)
+        self.test.extend(other.test)
+        self.probabilities.extend(other.probabilities)
+        self.probe.extend(other.probe)
+        self.option_coordinates.extend(other.option_coordinates)
+        self.first_token_options |= other.first_token_options
+
+    def trials(self, metric: Metric) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(test, D over options, option distances to the probe) per row, in row order."""
+        distance = parse_metric(metric)
+        out = []
+        for k in np.argsort(self.index, kind="stable"):
+            coordinates = [self.probe[k], *self.option_coordinates[k]]
+            coordinates = np.asarray([np.asarray(c, dtype=float) for c in coordinates])
+            out.append(
+                (self.test[k], self.probabilities[k], np.round(distance(coordinates)[0, 1:], 12))
+            )
+        return out
+
+    def finalize(self, name: str, metric: Metric, bins: int | None) -> Any:
+        from geomlens.results import Result
+
+        if not self.index:
+            raise ValueError(f"{name} (behavioural) saw no prompts; give multiple-choice rows.")
+        trials = self.trials(metric)
+        accuracy_rows = choice_accuracy(trials)
+        metrics: dict[str, float] = {}
+        for row in accuracy_rows:
+            key = "p_similarity" if row["test"] == "similarity" else "p_identification"
+            metrics[f"{LOGITS_SITE}.{key}_n{row['n']}"] = row["accuracy"]
+            if row["n"] == 2:
+                metrics[f"{LOGITS_SITE}.{key}"] = row["accuracy"]
+        metrics[f"{LOGITS_SITE}.first_token_options"] = float(len(self.first_token_options))
+        profile = recover_similarity(
+            [d for _, _, d in trials], [np.log(p) for _, p, _ in trials], bins
+        )
+        return Result(
+            name,
+            metrics=metrics,
+            tables={
+                "g_of_d": [{"site": LOGITS_SITE, **row} for row in profile],
+                "choice_accuracy": accuracy_rows,
+                "first_token_options": [{"option": o} for o in sorted(self.first_token_options)],
+            },
+        )
+
+
+def _test_name(value: Any) -> str:
+    test = str(value)
+    if test not in TESTS:
+        raise ValueError(f"Column 'test' must be 'similarity' or 'identification'; got {test!r}.")
+    return test
+
+
+def choice_accuracy(trials: list[tuple[str, np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
+    """Mean D of the right answer per (test, n), with its standard error and trial count."""
+    scores: dict[tuple[str, int], list[float]] = {}
+    for test, probabilities, distances in trials:
+        if test == "similarity":
+            right = distances == distances.min()
+        else:
+            right = distances == 0
+            if right.sum() != 1:
+                raise ValueError(
+                    "An identification prompt needs exactly one option equal to the probe; "
+                    f"got option distances {distances.tolist()}."
+                )
+        scores.setdefault((test, len(probabilities)), []).append(
+            float(probabilities[right].sum() / right.sum())
+        )
+    rows = []
+    for (test, n), values in sorted(scores.items()):
+        values = np.asarray(values)
+        se = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
+        rows.append(
+            {
+                "test": test,
+                "n": n,
+                "accuracy": float(values.mean()),
+                "se": float(se),
+                "trials": len(values),
+            }
+        )
+    return rows
+
+
+def recover_similarity(
+    distances: list[np.ndarray], log_probabilities: list[np.ndarray], bins: int | None = None
+) -> list[dict[str, float]]:
+    """g(d) up to scale from choice log-probabilities, by least squares on log-ratios.
+
+    For every trial and option i > 1: log D_i − log D_1 = log g(d_i) − log g(d_1), with one
+    unknown log g per distance bin. The bin of the smallest distance is the reference
+    (g = 1); every other bin must be linked to it by a chain of trials. Returns rows
+    (distance, mean = g, std = standard error of g, count = options seen in the bin).
+    """
+    from geomlens.analyses.similarity import MAX_DISTINCT_BINS
+
+    every = np.concatenate(distances)
+    levels = np.unique(every)
+    if bins is None and len(levels) <= MAX_DISTINCT_BINS:
+        bin_of = {float(v): k for k, v in enumerate(levels)}
+        centres = levels
+
+        def which(d: np.ndarray) -> np.ndarray:
+            return np.array([bin_of[float(x)] for x in d])
+    else:
+        edges = np.linspace(every.min(), every.max(), (bins or 40) + 1)
+
+        def which(d: np.ndarray) -> np.ndarray:
+            return np.clip(np.digitize(d, edges[1:-1]), 0, len(edges) - 2)
+
+        centres = np.array(
+            [
+                every[which(every) == k].mean() if np.any(which(every) == k) else np.nan
+                for k in range(len(edges) - 1)
+            ]
+        )
+    design, target = [], []
+    counts = np.zeros(len(centres))
+    for d, log_p in zip(distances, log_probabilities):
+        b = which(d)
+        np.add.at(counts, b, 1)
+        for i in range(1, len(d)):
+            if b[i] != b[0]:
+                row = np.zeros(len(centres))
+                row[b[i]] += 1.0
+                row[b[0]] -= 1.0
+                design.append(row)
+                target.append(log_p[i] - log_p[0])
+    seen = np.nonzero(counts)[0]
+    if not design or len(seen) < 2:
+        raise ValueError(
+            "The choice trials never compare options at different distances from the probe, so "
+            "g cannot be recovered; use prompts whose options lie at several distances."
+        )
+    design = np.asarray(design)[:, seen]
+    target = np.asarray(target)
+    # seen[0] is the smallest distance: its log g is fixed at 0, the rest are free.
+    free = design[:, 1:]
+    solution, *_ = np.linalg.lstsq(free, target, rcond=None)
+    residual = target - free @ solution
+    dof = max(len(target) - free.shape[1], 1)
+    sigma2 = float(residual @ residual) / dof
+    covariance = sigma2 * np.linalg.pinv(free.T @ free)
+    log_g = np.concatenate([[0.0], solution])
+    se_log = np.concatenate([[0.0], np.sqrt(np.clip(np.diag(covariance), 0, None))])
+    g = np.exp(log_g)
+    return [
+        {
+            "distance": float(centres[k]),
+            "mean": float(gk),
+            "std": float(gk * s),
+            "count": int(counts[k]),
+        }
+        for k, gk, s in zip(seen, g, se_log)
+    ]
