@@ -72,6 +72,22 @@ def stdlib_paragraphs(limit: int | None = None) -> list[str]:
     return paragraphs
 
 
+#: Disjoint parts of the corpus, by paragraph index modulo 5: interleaved, so every part draws
+#: from every module (the same distribution), and no paragraph is in two parts.
+CORPUS_PARTS = {"calibration": (0,), "heldout": (1,), "training": (2, 3, 4)}
+
+
+def corpus_split(part: str, limit: int | None = None) -> list[str]:
+    """Paragraphs of one part of the corpus: ``calibration`` (1/5), ``heldout`` (1/5) or
+    ``training`` (3/5), the first ``limit`` of them. The parts never share a paragraph, so an
+    SAE trained on ``training`` and a pool read on ``calibration`` are judged on unseen text."""
+    if part not in CORPUS_PARTS:
+        raise ValueError(f"Unknown corpus part {part!r}; the parts are {sorted(CORPUS_PARTS)}.")
+    residues = CORPUS_PARTS[part]
+    chosen = [p for i, p in enumerate(stdlib_paragraphs()) if i % 5 in residues]
+    return chosen[:limit] if limit is not None else chosen
+
+
 def corpus_dataset(limit: int | None = None) -> Any:
     """The bundled corpus as a Dataset whose provenance names it and its size."""
     import platform

@@ -1,0 +1,230 @@
+"""Train a small SAE offline with sae-lens's own trainer, fed by the engine's streaming pass.
+
+Activations are captured through the adapter (``geomlens.engine.stream``, one forward pass per
+batch of texts, on any backend), shuffled within a chunk of texts, and handed to
+``sae_lens.SAETrainer`` as the iterator of activation batches it accepts. The SAE, its loss and
+its optimiser are sae-lens's (a standard ReLU SAE with an L1 penalty: its active count k varies
+per token, which is what feature explosion measures; a TopK SAE would fix it). Trained SAEs are
+kept in a cache (:mod:`geomlens.sae.cache`) and reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sae_lens import SAE
+from sae_lens.config import SAETrainerConfig
+from sae_lens.saes.sae import SAEMetadata
+from sae_lens.saes.standard_sae import StandardTrainingSAE, StandardTrainingSAEConfig
+from sae_lens.training.sae_trainer import SAETrainer
+
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch
+from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.hooks.base import Adapter
+from geomlens.results import Result, atomic_write_text
+from geomlens.sae.cache import cache_entry, publish_folder
+
+#: What geomlens writes beside sae-lens's files in a cached SAE's folder.
+TRAINING_RECORD = "geomlens_training.json"
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How to train an SAE offline (every field enters the cache key)."""
+
+    d_sae: int = 1536
+    """Dictionary size m (number of latents)."""
+    tokens: int = 60_000
+    """Activation vectors (tokens) the trainer sees in all."""
+    l1_coefficient: float = 3.0
+    """Weight of sae-lens's L1 sparsity penalty (on activations normalised to norm √d_in)."""
+    lr: float = 1e-3
+    """Adam learning rate (constant)."""
+    batch_tokens: int = 256
+    """Activation vectors per training step."""
+    rows_per_chunk: int = 64
+    """Texts captured per chunk; tokens are shuffled within a chunk before training on them."""
+    max_length: int = 128
+    """Texts are truncated to this many tokens."""
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrainedSAE:
+    """An SAE from :func:`cached_sae`: the SAE, its folder, and whether it was reused."""
+
+    sae: SAE
+    path: Path
+    reused: bool
+
+
+class _TokenCollector(Analysis):
+    """Collects every real token's activation at one site (the engine's streaming unit)."""
+
+    name = "sae-training-collector"
+    Config = AnalysisConfig
+
+    def __init__(self, site: str) -> None:
+        super().__init__()
+        self.site = site
+        self.chunks: list[torch.Tensor] = []
+
+    def sites(self, adapter: Adapter) -> list[str]:
+        return [self.site]
+
+    def update(self, batch: Batch) -> None:
+        self.chunks.append(batch.tokens(self.site).detach().to("cpu", torch.float32).clone())
+
+    def merge(self, other: Analysis) -> None:
+        assert isinstance(other, _TokenCollector)
+        self.chunks.extend(other.chunks)
+
+    def finalize(self) -> Result:
+        raise NotImplementedError("The collector feeds training; it has no result.")
+
+
+def activation_batches(
+    adapter: Adapter,
+    site: str,
+    data: Any,
+    *,
+    batch_tokens: int,
+    rows_per_chunk: int = 64,
+    max_length: int | None = 128,
+    seed: int = 0,
+) -> Iterator[torch.Tensor]:
+    """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
+
+    Each chunk of ``rows_per_chunk`` texts is run through ``geomlens.engine.stream`` (one
+    forward pass per batch, nothing else kept), its real tokens are shuffled, and batches are
+    cut from them; tokens left over carry into the next chunk. Row order is reshuffled every
+    cycle through the data.
+    """
+    from geomlens.engine import stream
+
+    dataset = as_dataset(data)
+    rng = np.random.default_rng(seed)
+    leftover: torch.Tensor | None = None
+    while True:
+        order = rng.permutation(len(dataset))
+        for start in range(0, len(order), rows_per_chunk):
+            collector = _TokenCollector(site)
+            rows = np.sort(order[start : start + rows_per_chunk])
+            stream([collector], adapter, dataset, rows=rows, max_length=max_length, progress=False)
+            tokens = torch.cat(collector.chunks)
+            tokens = tokens[torch.from_numpy(rng.permutation(len(tokens)))]
+            if leftover is not None:
+                tokens = torch.cat([leftover, tokens])
+            usable = len(tokens) - len(tokens) % batch_tokens
+            for begin in range(0, usable, batch_tokens):
+                yield tokens[begin : begin + batch_tokens]
+            leftover = tokens[usable:]
+
+
+def train_sae(
+    adapter: Adapter,
+    site: str,
+    data: Any,
+    config: TrainingConfig = TrainingConfig(),
+) -> StandardTrainingSAE:
+    """Train a standard (ReLU, L1) SAE with sae-lens on activations of ``site`` over ``data``.
+
+    ``data`` is anything ``gl.run`` accepts (texts, token ids). The site and width are checked
+    against the model before the first forward pass; ``d_in`` is read from the activations. Returns the trained sae-lens SAE, whose
+    metadata records the model and site.
+    """
+    site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
+    torch.manual_seed(config.seed)
+    batches = activation_batches(
+        adapter,
+        site,
+        data,
+        batch_tokens=config.batch_tokens,
+        rows_per_chunk=config.rows_per_chunk,
+        max_length=config.max_length,
+        seed=config.seed,
+    )
+    first = next(batches)
+    d_in = int(first.shape[-1])
+
+    def provider() -> Iterator[torch.Tensor]:
+        yield first
+        yield from batches
+
+    sae = StandardTrainingSAE(
+        StandardTrainingSAEConfig(
+            d_in=d_in,
+            d_sae=config.d_sae,
+            l1_coefficient=config.l1_coefficient,
+            # sae-lens estimates a scale so inputs have norm √d_in, and folds it back into the
+            # weights after training: the saved SAE reads raw activations.
+            normalize_activations="expected_average_only_in",
+            metadata=SAEMetadata(
+                model_name=adapter.model_id,
+                hook_name=site,
+                context_size=config.max_length,
+                prepend_bos=True,
+            ),
+        )
+    )
+    trainer_config = SAETrainerConfig(
+        total_training_samples=config.tokens,
+        train_batch_size_samples=config.batch_tokens,
+        lr=config.lr,
+        lr_end=config.lr,
+        n_batches_for_norm_estimate=max(1, min(8, config.tokens // config.batch_tokens)),
+        dead_feature_window=max(1, config.tokens // config.batch_tokens),
+        feature_sampling_window=max(1, config.tokens // config.batch_tokens),
+        device=str(adapter.device),
+    )
+    # sae-lens's trainer shows its own progress bar ("Training SAE", in tokens).
+    return SAETrainer(trainer_config, sae, provider()).fit()
+
+
+def cached_sae(
+    adapter: Adapter,
+    site: str,
+    *,
+    corpus: str,
+    data: Any,
+    config: TrainingConfig = TrainingConfig(),
+    cache_dir: str | Path | None = None,
+) -> TrainedSAE:
+    """The SAE for (model, site, corpus, config) from the cache, training and saving it first
+    when it is not there yet. ``corpus`` names ``data`` in the cache key."""
+    key = {
+        "model": adapter.model_id,
+        "site": site,
+        "corpus": corpus,
+        "config": config.to_dict(),
+    }
+    folder = cache_entry(key, cache_dir)
+    if folder.is_dir():
+        return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, True)
+    trained = train_sae(adapter, site, data, config)
+
+    def write(staging: Path) -> None:
+        trained.save_inference_model(str(staging))
+        record = {**key, "l0": trained.cfg.metadata.get("l0"), "sae_lens_files": "inference"}
+        atomic_write_text(staging / TRAINING_RECORD, json.dumps(record, indent=2, default=str))
+
+    publish_folder(folder, write)
+    return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, False)
+
+
+def corpus_texts(parts: Sequence[str] = ("training",), limit: int | None = None) -> Dataset:
+    """The shipped English corpus's ``parts`` as a Dataset (the default training data)."""
+    from geomlens.data.corpus import corpus_split
+
+    texts = [t for part in parts for t in corpus_split(part, limit)]
+    return Dataset(texts=texts)
