@@ -174,3 +174,17 @@ def sort_by_execution(
 ) -> list[Any]:
     """``locations`` in the order the model reaches them (``key`` gives each one's event)."""
     return sorted(locations, key=lambda loc: order.position(*key(loc), model_id=model_id))
+
+
+def module_sites_table(model_name: str) -> Any:
+    """An architecture table with no canonical sites, for a model whose blocks are unknown: its
+    sites are its module paths (a CNN, any plain torch module)."""
+    from geomlens.hooks.architectures import ArchitectureTable
+
+    return ArchitectureTable(
+        family=f"module-paths:{model_name}",
+        model_types=(),
+        layers="",
+        embed=None,
+        note="no architecture table and no block list found: module:PATH sites only.",
+    )

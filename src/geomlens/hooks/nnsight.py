@@ -35,6 +35,7 @@ from nnsight.intervention.envoy import Envoy
 from geomlens.hooks.architectures import (
     ArchitectureTable,
     Port,
+    configured_layer_count,
     discover_table,
     table_for_config,
     table_named,
@@ -50,6 +51,18 @@ from geomlens.hooks.base import (
     layer_of,
 )
 from geomlens.hooks.inputs import ModelInputs, numbered_positions, position_ids_from_mask
+from geomlens.hooks.module_sites import (
+    ExecutionOrder,
+    check_module_site,
+    first_tensor,
+    is_module_site,
+    module_path,
+    module_sites,
+    module_sites_table,
+    record_execution_order,
+    with_first_tensor,
+)
+from geomlens.hooks.tensor_inputs import forward_kwargs, one_row_per_example
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
 
@@ -64,6 +77,10 @@ class _Location:
     sites: list[str] = field(default_factory=list)
     #: Read this attribute of the value (the model output's ``logits``) instead of an element.
     attribute: str | None = None
+    #: Which call of the module (a shared block runs once per layer).
+    call: int = 0
+    #: A ``module:PATH`` site: read the first tensor of whatever the module returns.
+    whole_output: bool = False
 
 
 def _twin_sharing_weights(module: torch.nn.Module) -> torch.nn.Module:
@@ -121,9 +138,13 @@ class NNsightAdapter(Adapter):
         tokenizer: Any = None,
         model_id: str | None = None,
         architecture: str | ArchitectureTable | None = None,
+        processor: Any = None,
     ) -> None:
         self._module, envoy = _traceable(model)
         self._tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
+        #: A Hugging Face processor that turns images (and texts) into model inputs.
+        self.processor = processor if processor is not None else getattr(model, "processor", None)
+        self._execution_orders: dict[tuple[str, ...], ExecutionOrder] = {}
         self.config = getattr(self._module, "config", None)
         super().__init__(
             model_id or getattr(self.config, "name_or_path", None) or type(self._module).__name__
@@ -137,12 +158,15 @@ class NNsightAdapter(Adapter):
         elif architecture is not None:
             self.table = table_named(architecture)
         else:
-            self.table = table_for_config(self.config) or discover_table(base, self.config)
-        self._n_layers = len(self._submodule(_join(self._base_path, self.table.layers)))
+            self.table = table_for_config(self.config) or _discovered(base, self.config)
+        self.table.check_config(self.config)
+        self._n_layers = self._count_layers() if self.table.block else 0
         self._sites = self._offered_sites()
         self._forward_order = {site: i for i, site in enumerate(self._sites)}
         for site in self._sites:
-            if site != LOGITS_SITE and layer_of(site) in (None, 0):  # fail here, not mid-trace
+            if is_module_site(site) or site == LOGITS_SITE:
+                continue
+            if layer_of(site) in (None, 0):  # a wrong table fails here, not mid-trace
                 self._submodule(self._site_path(site))
         # Hooks the model already carried (transformers installs output-recording hooks of its
         # own, for good, the first time hidden states are asked for) are not ours to count.
@@ -184,9 +208,38 @@ class NNsightAdapter(Adapter):
         per_block = self.table.block_sites(self.config)
         for layer in range(self._n_layers):
             sites.extend(f"blocks.{layer}.{name}" for name in per_block)
+        if not sites:  # no canonical names (a CNN, any torch module): every module is a site
+            sites.extend(module_sites(self._module))
         if self.has_lm_head:
             sites.append(LOGITS_SITE)
         return sites
+
+    def module_sites(self) -> list[str]:
+        """Every ``module:PATH`` site of the model: the output of each submodule."""
+        return module_sites(self._module)
+
+    def resolve_site(self, site: str) -> str:
+        if is_module_site(site):
+            check_module_site(self._module, site, self.model_id)
+            return site
+        return super().resolve_site(site)
+
+    def _count_layers(self) -> int:
+        if self.table.shared_block:  # one module run once per layer
+            self._submodule(_join(self._base_path, self.table.layers))
+            return configured_layer_count(self.config) or 0
+        return len(self._submodule(_join(self._base_path, self.table.layers)))
+
+    def refused_sites(self) -> dict[str, str]:
+        refused = {}
+        if self.table.embed is None:
+            refused[EMBED_SITE] = self.table.note or "the token embedding was not located"
+        reasons = self.table.block_refusals(self.config)
+        for layer in range(self._n_layers):
+            refused.update({f"blocks.{layer}.{name}": why for name, why in reasons.items()})
+        if not self.has_lm_head:
+            refused[LOGITS_SITE] = "the model has no LM head (get_output_embeddings() is None)"
+        return refused
 
     @property
     def has_lm_head(self) -> bool:
@@ -224,19 +277,27 @@ class NNsightAdapter(Adapter):
     # -- the forward pass ----------------------------------------------------------------------
     def _plan(self, sites: Sequence[str]) -> list[_Location]:
         """The locations holding ``sites``, in forward order, each read once."""
-        locations: dict[tuple[str, str, int], _Location] = {}
+        locations: dict[tuple[str, str, int, int], _Location] = {}
         for site in sorted(set(sites), key=self._forward_order.__getitem__):
             if site == LOGITS_SITE:
                 # The whole model's output, so that whatever the head does after its output
                 # projection (Gemma 2's soft-capping, Cohere's logit scale) is included.
-                locations[("", "output", 0)] = _Location("", "output", 0, [site], "logits")
+                locations[("", "output", 0, 0)] = _Location("", "output", 0, [site], "logits")
                 continue
             _, read = self.table.locate(site)
-            key = (self._site_path(site), read.port, read.tuple_index)
-            locations.setdefault(key, _Location(*key)).sites.append(site)
+            call = (layer_of(site) or 0) if self.table.shared_block else 0
+            key = (self._site_path(site), read.port, read.tuple_index, call)
+            location = locations.setdefault(
+                key, _Location(key[0], read.port, read.tuple_index, call=call)
+            )
+            location.sites.append(site)
         return list(locations.values())
 
     def _forward_kwargs(self, inputs: ModelInputs) -> dict[str, Any]:
+        if inputs.extra:  # pixel values, named tensors, a processor's multimodal inputs
+            forward = type(self._module).forward
+            dtype = next(self._module.parameters(), torch.empty(0)).dtype
+            return forward_kwargs(inputs.to(self.device), forward, self.model_id, dtype)
         if inputs.input_ids is None:
             raise ValueError(
                 f"Model {self.model_id!r} needs token ids; this batch holds none (recorded data?)."
@@ -273,6 +334,7 @@ class NNsightAdapter(Adapter):
 
     def _visit(
         self,
+        tracer: Any,
         plan: list[_Location],
         wanted: set[str],
         edits: list[tuple[str, EditFn]],
@@ -280,11 +342,29 @@ class NNsightAdapter(Adapter):
     ) -> None:
         """Run inside the trace: read each location as the model reaches it, edit, capture."""
         for location in plan:
+            if location.call:
+                # A later call of a shared module: pin nnsight's occurrence counter to it.
+                for _ in tracer.iter[location.call]:
+                    self._visit_location(location, wanted, edits, captured)
+            else:
+                self._visit_location(location, wanted, edits, captured)
+
+    def _visit_location(
+        self,
+        location: _Location,
+        wanted: set[str],
+        edits: list[tuple[str, EditFn]],
+        captured: dict[str, torch.Tensor],
+    ) -> None:
+        """Read one location, apply the edits at its sites, capture, write back if edited."""
+        if True:
             envoy = self._envoy_at(location.path)
             value = envoy.output if location.port == "output" else envoy.input
             is_tuple = location.port == "output" and isinstance(value, tuple)
             if location.attribute is not None:
                 original = getattr(value, location.attribute)
+            elif location.whole_output:
+                original = first_tensor(value, location.path)
             else:
                 original = value[location.tuple_index] if is_tuple else value
             activation = original
@@ -295,10 +375,12 @@ class NNsightAdapter(Adapter):
                 if site in wanted:
                     captured[site] = activation.detach().clone()
             if activation is original:
-                continue
+                return
             if location.attribute is not None:
                 setattr(value, location.attribute, activation)
                 envoy.output = value
+            elif location.whole_output:
+                envoy.output = with_first_tensor(value, activation)
             elif location.port == "input":
                 envoy.input = activation
             elif is_tuple:
@@ -313,6 +395,8 @@ class NNsightAdapter(Adapter):
         if not wanted:
             return {}
         order = self._forward_order
+        if any(map(is_module_site, [*wanted, *(site for site, _ in self.active_edits)])):
+            return self._capture_in_execution_order(inputs, wanted)
         last = max(order[site] for site in wanted)
         # An edit after the last wanted site cannot change what is captured; the pass stops there.
         edits = [(site, edit) for site, edit in self.active_edits if order[site] <= last]
@@ -321,15 +405,81 @@ class NNsightAdapter(Adapter):
         wanted_set = set(wanted)
         captured: dict[str, torch.Tensor] = {}
         with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
-            self._visit(plan, wanted_set, edits, captured)
+            self._visit(tracer, plan, wanted_set, edits, captured)
             tracer.stop()  # nothing after the last site is needed (e.g. the LM head)
-        return {site: captured[site] for site in wanted}
+        return _per_example_rows(inputs, {site: captured[site] for site in wanted})
+
+    # -- module-path sites ---------------------------------------------------------------------
+    def _location_of(self, site: str) -> _Location:
+        if is_module_site(site):
+            return _Location(module_path(site), "output", 0, whole_output=True)
+        location = self._plan([site])[0]
+        location.sites.clear()
+        return location
+
+    def _execution_order(self, kwargs: dict[str, Any]) -> ExecutionOrder:
+        """The measured order of module inputs and outputs, one probe pass per input kind."""
+        key = tuple(sorted(kwargs))
+        if key not in self._execution_orders:
+            with eval_mode(self._module), torch.no_grad():
+                self._execution_orders[key] = record_execution_order(
+                    self._module, lambda: self._module(**kwargs)
+                )
+        return self._execution_orders[key]
+
+    def _capture_in_execution_order(
+        self, inputs: ModelInputs, wanted: list[str]
+    ) -> dict[str, torch.Tensor]:
+        """A capture involving ``module:PATH`` sites, whose order no table gives: locations are
+        read in the order a probe pass measured (see :mod:`geomlens.hooks.module_sites`)."""
+        kwargs = self._forward_kwargs(inputs)
+        execution = self._execution_order(kwargs)
+        edit_sites = [site for site, _ in self.active_edits]
+        for site in {*wanted, *edit_sites}:
+            if is_module_site(site):
+                execution.check_single_call(module_path(site), self.model_id)
+
+        def step(site: str) -> tuple[int, int]:
+            location = self._location_of(site)
+            position = execution.position(location.path, location.port, self.model_id)
+            return position, self._forward_order.get(site, 0)
+
+        last = max(step(site) for site in wanted)[0]
+        edits = [(site, edit) for site, edit in self.active_edits if step(site)[0] <= last]
+        locations: dict[tuple[Any, ...], _Location] = {}
+        for site in sorted({*wanted, *(site for site, _ in edits)}, key=step):
+            location = self._location_of(site)
+            key = (location.path, location.port, location.tuple_index, location.attribute)
+            locations.setdefault(key, location).sites.append(site)
+        captured: dict[str, torch.Tensor] = {}
+        with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
+            self._visit(tracer, list(locations.values()), set(wanted), edits, captured)
+            tracer.stop()
+        return _per_example_rows(inputs, {site: captured[site] for site in wanted})
 
     # -- safety ------------------------------------------------------------------------------
     def hook_count(self) -> int:
         """Torch hooks on the model beyond those it carried when attached (nnsight 0.8 itself
         registers none; its controllers are module ``forward``s, inert outside a trace)."""
         return count_torch_hooks(self._module) - self._foreign_hooks
+
+
+def _discovered(base: torch.nn.Module, config: Any) -> ArchitectureTable:
+    """A discovered residual-stream table, or none at all (module-path sites only) for a model
+    whose blocks cannot be found: a CNN, any plain torch module."""
+    try:
+        return discover_table(base, config)
+    except ValueError:
+        return module_sites_table(type(base).__name__)
+
+
+def _per_example_rows(
+    inputs: ModelInputs, captured: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """A tokenless batch (images, tensors) gets one flattened row per example (tensor_inputs)."""
+    if inputs.input_ids is not None:
+        return captured
+    return {site: one_row_per_example(activation) for site, activation in captured.items()}
 
 
 def _quiet_envoy(module: torch.nn.Module) -> NNsight:

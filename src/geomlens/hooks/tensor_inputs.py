@@ -167,14 +167,15 @@ def _tokenless(index: np.ndarray, extra: dict[str, Any], padding_side: PaddingSi
 def forward_kwargs(
     inputs: ModelInputs, forward: Any, model_id: str, dtype: torch.dtype | None = None
 ) -> dict[str, Any]:
-    """The keyword arguments of one forward on a batch with named inputs.
+    """The keyword arguments of one forward (the model class's ``forward`` function) on a batch
+    with named inputs.
 
     Names the forward accepts go by name; a single named input that it does not accept (a plain
     module's ``forward(x)`` given ``pixel_values``) goes to the forward's first parameter.
     Floating-point inputs are cast to ``dtype`` (the model's), so float64 arrays work.
     """
     parameters = inspect.signature(forward).parameters
-    named = [p for p in parameters.values() if p.name != "self"]
+    named = list(parameters.values())[1:]  # ``forward`` is the class's function: skip self
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in named)
     kwargs: dict[str, Any] = {}
     if inputs.input_ids is not None:
