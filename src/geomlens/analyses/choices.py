@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from geomlens.data.stimuli import Metric, parse_metric
+from geomlens.hooks.base import LOGITS_SITE
 
-LOGITS_SITE = "logits"
 TESTS = ("similarity", "identification")
 
 

@@ -178,6 +178,16 @@ def bootstrap_fits(
     return out
 
 
+def _beyond_front(p_s: float, p_i: float) -> bool:
+    """Whether a point lies outside the universal front (graded similarity can get there,
+    e.g. linear decay, Proposition 1; constant similarity cannot)."""
+    if p_s >= 0.75:
+        return True
+    upper = theory.pareto_front(2001)
+    branch = upper.b <= 0.5  # p_S rises from 1/2 to 3/4 while p_I falls from 1 to 3/4
+    return bool(p_i > np.interp(p_s, upper.p_s[branch], upper.p_i[branch]))
+
+
 @dataclass
 class ResolutionConfig(SimilarityConfig):
     bootstrap: int = option(200, "Bootstrap resamples of the stimuli for the ε and Δ intervals.")
@@ -290,9 +300,12 @@ class Resolution(Similarity):
             "seed": seed,
         }
         balls = finite_ball(measured.distances, chosen.epsilon)
-        fitted = normalised_g(chosen.family, chosen.epsilon, float(np.clip(chosen.delta, 0, 1)))
-        predicted = theory.evaluate(measured.distances, fitted, 2, **protocol)
-        # The Luce rule needs g >= 0: negative (centred) similarities count as 0, as a ReLU would.
+        shape = normalised_g(chosen.family, chosen.epsilon, min(chosen.delta, 1.0))
+        # The Luce rule needs g >= 0: a negative floor (centred cosines of far stimuli) counts as
+        # 0, as a ReLU would; the measured matrix below is treated the same way.
+        predicted = theory.evaluate(
+            measured.distances, lambda d: np.clip(shape(d), 0.0, None), 2, **protocol
+        )
         empirical = theory.evaluate(
             measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
         )
@@ -307,7 +320,9 @@ class Resolution(Similarity):
             "p_identification": empirical.p_i,
             "front_distance": float(position.distance),
             "front_b": float(position.b),
-            "regime": theory.regime(float(np.clip(mean_b, 0, 1))),
+            "front_beyond": float(_beyond_front(empirical.p_s, empirical.p_i)),
+            # Where the model sits: the regime of the nearest point of the front.
+            "regime": theory.regime(float(np.clip(position.b, 0, 1))),
         }
 
     @classmethod
