@@ -130,10 +130,65 @@ def tiny_decoder(
     # Only the fields this family's config has: a stray one (grouped KV heads on GPT-NeoX) is
     # ignored by transformers but read by TransformerLens, and the two would disagree.
     defaults = AutoConfig.for_model(model_type)
-    known = {key: value for key, value in shape.items() if hasattr(defaults, key)}
+    known = {key: value for key, value in shape.items() if _settable(defaults, key)}
     hf_config = AutoConfig.for_model(model_type, **known, **config)
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(hf_config).eval(), tokenizer
+
+
+def _settable(config: object, key: str) -> bool:
+    """Whether ``config`` has a field ``key`` that can be set (Falcon derives head_dim)."""
+    attribute = getattr(type(config), key, None)
+    return hasattr(config, key) and not (isinstance(attribute, property) and attribute.fset is None)
+
+
+#: Encoder config field names per family, where they differ from BERT's.
+_ENCODER_FIELDS: dict[str, dict[str, str]] = {
+    "distilbert": {
+        "hidden_size": "dim",
+        "intermediate_size": "hidden_dim",
+        "num_hidden_layers": "n_layers",
+        "num_attention_heads": "n_heads",
+    },
+    "t5": {
+        "hidden_size": "d_model",
+        "intermediate_size": "d_ff",
+        "num_hidden_layers": "num_layers",
+        "num_attention_heads": "num_heads",
+    },
+}
+
+
+def tiny_encoder(
+    model_type: str, seed: int = 0, **config: object
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """A headless encoder of any family by ``model_type`` (``"roberta"``, ``"mpnet"``, ``"t5"``
+    gives a ``T5EncoderModel``, ...): 2 layers, width 32, 4 heads, MLP width 64."""
+    from transformers import AutoModel, T5EncoderModel
+
+    tokenizer = tiny_tokenizer()
+    names = _ENCODER_FIELDS.get(model_type, {})
+    shape: dict[str, object] = {
+        names.get(key, key): value
+        for key, value in {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+        }.items()
+    }
+    shape.update(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        # RoBERTa-style positions start at pad_token_id + 1: leave room for that offset.
+        max_position_embeddings=MAX_POSITIONS + tokenizer.pad_token_id + 2,
+    )
+    if model_type == "t5":
+        shape["d_kv"] = 8
+    hf_config = AutoConfig.for_model(model_type, **shape, **config)
+    torch.manual_seed(seed)
+    build = T5EncoderModel if model_type == "t5" else AutoModel.from_config
+    return build(hf_config).eval(), tokenizer
 
 
 def tiny_hooked_transformer(positional_embedding_type: str = "standard"):

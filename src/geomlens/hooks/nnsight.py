@@ -79,6 +79,8 @@ class _Location:
     attribute: str | None = None
     #: Which call of the module (a shared block runs once per layer).
     call: int = 0
+    #: The module sees the batch's tokens flattened to [B*T, d].
+    flat_tokens: bool = False
     #: A ``module:PATH`` site: read the first tensor of whatever the module returns.
     whole_output: bool = False
 
@@ -288,7 +290,10 @@ class NNsightAdapter(Adapter):
             call = (layer_of(site) or 0) if self.table.shared_block else 0
             key = (self._site_path(site), read.port, read.tuple_index, call)
             location = locations.setdefault(
-                key, _Location(key[0], read.port, read.tuple_index, call=call)
+                key,
+                _Location(
+                    key[0], read.port, read.tuple_index, call=call, flat_tokens=read.flat_tokens
+                ),
             )
             location.sites.append(site)
         return list(locations.values())
@@ -357,37 +362,42 @@ class NNsightAdapter(Adapter):
         captured: dict[str, torch.Tensor],
     ) -> None:
         """Read one location, apply the edits at its sites, capture, write back if edited."""
-        if True:
-            envoy = self._envoy_at(location.path)
-            value = envoy.output if location.port == "output" else envoy.input
-            is_tuple = location.port == "output" and isinstance(value, tuple)
-            if location.attribute is not None:
-                original = getattr(value, location.attribute)
-            elif location.whole_output:
-                original = first_tensor(value, location.path)
-            else:
-                original = value[location.tuple_index] if is_tuple else value
-            activation = original
-            for site in location.sites:
-                for edit_site, edit in edits:
-                    if edit_site == site:
-                        activation = checked_edit(edit, activation, site)
-                if site in wanted:
-                    captured[site] = activation.detach().clone()
-            if activation is original:
-                return
-            if location.attribute is not None:
-                setattr(value, location.attribute, activation)
-                envoy.output = value
-            elif location.whole_output:
-                envoy.output = with_first_tensor(value, activation)
-            elif location.port == "input":
-                envoy.input = activation
-            elif is_tuple:
-                i = location.tuple_index
-                envoy.output = (*value[:i], activation, *value[i + 1 :])
-            else:
-                envoy.output = activation
+        envoy = self._envoy_at(location.path)
+        value = envoy.output if location.port == "output" else envoy.input
+        is_tuple = location.port == "output" and isinstance(value, tuple)
+        if location.attribute is not None:
+            original = getattr(value, location.attribute)
+        elif location.whole_output:
+            original = first_tensor(value, location.path)
+        else:
+            original = value[location.tuple_index] if is_tuple else value
+        # A module that sees tokens flattened to [B*T, d] (OPT's MLP) is read as [B, T, d].
+        flat = location.flat_tokens and original.dim() == 2
+        if flat:
+            original = original.view(*self._batch_shape, -1)
+        activation = original
+        for site in location.sites:
+            for edit_site, edit in edits:
+                if edit_site == site:
+                    activation = checked_edit(edit, activation, site)
+            if site in wanted:
+                captured[site] = activation.detach().clone()
+        if activation is original:
+            return
+        if flat:
+            activation = activation.reshape(-1, activation.shape[-1])
+        if location.attribute is not None:
+            setattr(value, location.attribute, activation)
+            envoy.output = value
+        elif location.whole_output:
+            envoy.output = with_first_tensor(value, activation)
+        elif location.port == "input":
+            envoy.input = activation
+        elif is_tuple:
+            i = location.tuple_index
+            envoy.output = (*value[:i], activation, *value[i + 1 :])
+        else:
+            envoy.output = activation
 
     def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]:
         """One forward pass; ``{site: activation}`` as it flows on, i.e. after active edits."""
@@ -402,6 +412,7 @@ class NNsightAdapter(Adapter):
         edits = [(site, edit) for site, edit in self.active_edits if order[site] <= last]
         plan = self._plan([*wanted, *(site for site, _ in edits)])
         kwargs = self._forward_kwargs(inputs)
+        self._batch_shape = tuple(inputs.attention_mask.shape)
         wanted_set = set(wanted)
         captured: dict[str, torch.Tensor] = {}
         with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
