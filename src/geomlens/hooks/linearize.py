@@ -154,7 +154,8 @@ def _module_target(block: torch.nn.Module, layer: int) -> ActivationTarget:
         name.split(".")[-1] in ("gate_proj", "gate", "wi_0", "w1")
         for name, _ in mlp.named_modules()
     )
-    where = ".".join(p for p in (mlp_path, path) if p)
+    # The bridge keeps the HF module under `_original_component`; name it as HF does.
+    where = ".".join(p for p in (mlp_path, path) if p).replace("_original_component.", "")
     return ActivationTarget(layer, module, where, module=module, gated=gated)
 
 
@@ -177,10 +178,11 @@ def activation_targets(adapter: Adapter, layers: Iterable[int]) -> list[Activati
     """The MLP activation of each layer, or :class:`LinearizationError` saying what was found."""
     from geomlens.hooks.transformer_lens import TransformerLensAdapter
 
-    layers = sorted(set(_check_layers(adapter, layers)))
     if isinstance(adapter, TransformerLensAdapter) and not adapter.is_bridge:
+        layers = sorted(set(_check_layers(adapter, layers)))
         return [_hooked_transformer_target(adapter.model, layer) for layer in layers]
     blocks = _hf_blocks(adapter)
+    layers = sorted(set(_check_layers(adapter, layers)))
     targets = [_module_target(blocks[layer], layer) for layer in layers]
     chosen = {id(t.module) for t in targets}
     for other in set(range(len(blocks))) - set(layers):
