@@ -1,8 +1,10 @@
 """The paper's minimal ReLU network, whose learned similarity develops a finite resolution.
 
-SPEC §1.3. l one-hot stimuli on a circle or a segment, embedded by W ∈ R^{m×l}. The learned
-similarity is g(x_i, x_j) = ReLU(⟨W x_i, W x_j⟩) + 1e-10 and choices follow the Luce rule.
-Training minimises λ_sim · (similarity NLL on 3-item trials) + λ_rec · MSE(ReLU(WᵀW x), x).
+SPEC §1.3. l one-hot stimuli on a circle or a segment (or under any distance matrix),
+embedded by W ∈ R^{m×l}. The learned similarity is g(x_i, x_j) = ReLU(⟨W x_i, W x_j⟩) + 1e-10
+and choices follow the Luce rule. Training minimises λ_sim · (similarity NLL on trials of a
+probe and n candidates, n = 2 by default: the paper's 3-item trials) + λ_rec · MSE(ReLU(WᵀW x),
+x), optionally with weight decay, as the paper's released code allows.
 After every epoch the exact expected (p_S, p_I) of the learned similarity matrix
 (:func:`geomlens.theory.resolution.evaluate`) and its distance profile g(d) are recorded, to
 be compared with Proposition 1's front (:func:`~geomlens.theory.resolution.linear_decay_front`).
@@ -15,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from geomlens.theory.resolution import evaluate
 
@@ -36,6 +39,8 @@ class ToyConfig:
     """Hyper-parameters of the toy network; the defaults are the paper's (SPEC §1.3).
 
     ``steps_per_epoch`` = 15 is the paper's 2000 trials per epoch in batches of 128.
+    ``candidates`` is n, the candidates of a similarity trial (each trial draws n + 1 distinct
+    stimuli); ``weight_decay`` is Adam's L2 penalty on W (torch.optim.Adam's weight_decay).
     """
 
     stimuli: int = 50
@@ -49,6 +54,8 @@ class ToyConfig:
     epochs: int = 500
     init_scale: float = 2.0
     seed: int = 0
+    candidates: int = 2
+    weight_decay: float = 0.0
 
     def __post_init__(self) -> None:
         if self.geometry not in ("circle", "segment"):
@@ -58,6 +65,13 @@ class ToyConfig:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
         if self.stimuli < 3:
             raise ValueError(f"stimuli must be >= 3 (3-item trials); got {self.stimuli}")
+        if self.candidates < 2 or self.candidates + 1 > self.stimuli:
+            raise ValueError(
+                f"candidates must be >= 2 and at most stimuli - 1 = {self.stimuli - 1} (a trial "
+                f"draws candidates + 1 distinct stimuli); got {self.candidates}"
+            )
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay}")
         if self.lambda_sim < 0 or self.lambda_rec < 0 or self.lambda_sim + self.lambda_rec == 0:
             raise ValueError(
                 "lambda_sim and lambda_rec must be >= 0 and not both 0; "
@@ -111,6 +125,21 @@ def stimulus_distances(stimuli: int, geometry: Literal["circle", "segment"]) -> 
     return np.round(d, 12)
 
 
+def _checked_distances(distances: ArrayLike, stimuli: int) -> np.ndarray:
+    d = np.asarray(distances, dtype=float)
+    if d.shape != (stimuli, stimuli):
+        raise ValueError(
+            f"distances must be a ({stimuli}, {stimuli}) matrix for config.stimuli = {stimuli}; "
+            f"got shape {d.shape}"
+        )
+    if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(np.diag(d) != 0):
+        raise ValueError("distances must be finite, >= 0, with a zero diagonal")
+    if not np.allclose(d, d.T):
+        raise ValueError("distances must be symmetric (d(x, y) = d(y, x))")
+    # Equal distances must tie exactly for "closest" (see stimulus_distances).
+    return np.round(d, 12)
+
+
 def learned_similarity(weights: np.ndarray | torch.Tensor) -> np.ndarray:
     """The network's similarity matrix g(x_i, x_j) = ReLU(⟨w_i, w_j⟩) + 1e-10 (SPEC §1.3)."""
     w = torch.as_tensor(weights).detach().to(torch.float64)
@@ -132,26 +161,32 @@ def similarity_profile(
     return levels, total / count
 
 
-def _distinct_triples(trials: int, stimuli: int, generator: torch.Generator) -> torch.Tensor:
-    """Uniform draws of 3 distinct stimuli (first candidate, second candidate, probe)."""
-    first, second, third = (
-        torch.randint(stimuli - k, (trials,), generator=generator) for k in range(3)
-    )
-    # Skip the values already taken, smallest first, so each draw is uniform over the rest.
-    second = second + (second >= first)
-    third = third + (third >= torch.minimum(first, second))
-    third = third + (third >= torch.maximum(first, second))
-    return torch.stack([first, second, third], dim=1)
+def _distinct_draws(
+    trials: int, stimuli: int, count: int, generator: torch.Generator
+) -> torch.Tensor:
+    """Uniform draws of ``count`` distinct stimuli per trial: candidates first, probe last."""
+    columns: list[torch.Tensor] = []
+    for k in range(count):
+        draw = torch.randint(stimuli - k, (trials,), generator=generator)
+        if columns:
+            # Skip the values already taken, smallest first, so each draw is uniform over
+            # the rest.
+            taken = torch.sort(torch.stack(columns, dim=1), dim=1).values
+            for j in range(taken.shape[1]):
+                draw = draw + (draw >= taken[:, j])
+        columns.append(draw)
+    return torch.stack(columns, dim=1)
 
 
 def _similarity_nll(sim: torch.Tensor, dist: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
-    first, second, probe = batch.T
-    d_first, d_second = dist[first, probe], dist[second, probe]
-    g_first, g_second = sim[first, probe], sim[second, probe]
-    correct = torch.where(d_first < d_second, g_first, g_second)
-    # A tied trial has both candidates correct: its NLL is 0 with no gradient, so drop it.
-    untied = d_first != d_second
-    nll = -torch.log(correct / (g_first + g_second))
+    candidates, probe = batch[:, :-1], batch[:, -1:]
+    distance, similarity = dist[candidates, probe], sim[candidates, probe]
+    closest = distance == distance.min(dim=1, keepdim=True).values
+    correct = (similarity * closest).sum(dim=1)
+    # A trial whose candidates all tie has every answer correct: its NLL is 0 with no
+    # gradient, so drop it.
+    untied = closest.sum(dim=1) < candidates.shape[1]
+    nll = -torch.log(correct / similarity.sum(dim=1))
     return nll[untied].mean() if untied.any() else nll.sum() * 0.0
 
 
@@ -165,20 +200,29 @@ def _reconstruction_mse(gram: torch.Tensor, batch: torch.Tensor) -> torch.Tensor
     return (counts[:, None] * error).sum() / (batch.numel() * stimuli)
 
 
-def train_toy(config: ToyConfig | None = None) -> ToyResult:
+def train_toy(config: ToyConfig | None = None, *, distances: ArrayLike | None = None) -> ToyResult:
     """Train the toy network and record its (p_S, p_I) and similarity profile every epoch.
 
-    Each step draws ``batch_size`` trials of 3 distinct stimuli (two candidates and a probe),
-    as the paper's code does. Seeded and CPU-only: the same config gives the same result.
+    Each step draws ``batch_size`` trials of n + 1 distinct stimuli (n = ``candidates`` and a
+    probe), as the paper's code does. Seeded and CPU-only: the same config gives the same
+    result.
+
+    Args:
+        config: hyper-parameters (the paper's by default).
+        distances: any stimulus metric as an (l, l) matrix (symmetric, zero diagonal,
+            non-negative); it replaces ``geometry``, and l must equal ``config.stimuli``.
     """
     config = config or ToyConfig()
     generator = torch.Generator().manual_seed(config.seed)
-    distances = stimulus_distances(config.stimuli, config.geometry)
+    if distances is None:
+        distances = stimulus_distances(config.stimuli, config.geometry)
+    else:
+        distances = _checked_distances(distances, config.stimuli)
     dist = torch.as_tensor(distances, dtype=torch.float32)
     w = torch.empty(config.hidden, config.stimuli)
     w.uniform_(0.0, config.init_scale, generator=generator)
     w.requires_grad_(True)
-    optimiser = torch.optim.Adam([w], lr=config.learning_rate)
+    optimiser = torch.optim.Adam([w], lr=config.learning_rate, weight_decay=config.weight_decay)
 
     def record(weights: torch.Tensor) -> tuple[float, float, np.ndarray]:
         similarity = learned_similarity(weights)
@@ -190,7 +234,9 @@ def train_toy(config: ToyConfig | None = None) -> ToyResult:
     for _ in range(config.epochs):
         epoch_loss = 0.0
         for _ in range(config.steps_per_epoch):
-            batch = _distinct_triples(config.batch_size, config.stimuli, generator)
+            batch = _distinct_draws(
+                config.batch_size, config.stimuli, config.candidates + 1, generator
+            )
             gram = w.T @ w
             loss = torch.zeros(())
             if config.lambda_sim > 0:
