@@ -64,7 +64,9 @@ def test_texts_and_token_ids_stream_like_lists(model, tmp_path):
     assert_same_results(gl.run("activation-stats", adapter, iter(texts), batch_size=4), expected)
     lines = tmp_path / "texts.txt"
     lines.write_text("\n\n".join(texts) + "\n", encoding="utf-8")  # blank lines are skipped
-    assert_same_results(gl.run("activation-stats", adapter, stream_file(lines), batch_size=4), expected)
+    assert_same_results(
+        gl.run("activation-stats", adapter, stream_file(lines), batch_size=4), expected
+    )
     with open(lines, encoding="utf-8") as handle:  # an open file is read line by line
         assert_same_results(gl.run("activation-stats", adapter, handle, batch_size=4), expected)
     ids = [adapter.tokenizer(t)["input_ids"] for t in texts]

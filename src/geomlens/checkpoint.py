@@ -129,6 +129,7 @@ class Checkpoint:
         self.directory = Path(directory)
         self.arguments = plain_arguments(arguments)
         self.every = every
+        self.world_size = shard.world_size
         self.path = self.directory / f"state-rank{shard.rank}-of-{shard.world_size}.pt"
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"Checkpoint path {self.directory} exists and is not a directory.")
@@ -137,7 +138,12 @@ class Checkpoint:
         """The saved state, or None when there is none yet. Refuses a checkpoint of a run with
         different arguments, naming every difference."""
         if not self.path.exists():
-            others = sorted(p.name for p in self.directory.glob("state-rank*.pt"))
+            mine = f"-of-{self.world_size}.pt"
+            others = sorted(
+                p.name
+                for p in self.directory.glob("state-rank*-of-*.pt")
+                if not p.name.endswith(mine)
+            )
             if others:
                 raise ValueError(
                     f"Checkpoint {self.directory} was written by a run with another number of "

@@ -25,7 +25,6 @@ from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.checkpoint import Checkpoint, Progress, RowDigest
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.distributed import (
     SINGLE_PROCESS,
     Shard,
@@ -254,9 +253,9 @@ def stream(
     adapter: Adapter,
     dataset: Dataset | StreamedData,
     *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = 32,
     padding_side: PaddingSide = "right",
-    max_length: int | None = DEFAULT_MAX_LENGTH,
+    max_length: int | None = None,
     progress: bool | None = None,
     seed: int = 0,
     rows: np.ndarray | None = None,
@@ -310,9 +309,9 @@ def run(
     model: Any,
     data: Any = None,
     *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = 32,
     padding_side: PaddingSide = "right",
-    max_length: int | None = DEFAULT_MAX_LENGTH,
+    max_length: int | None = None,
     progress: bool | None = None,
     seed: int = 0,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -346,14 +345,13 @@ def run(
             "distributed=True needs an initialised torch.distributed process group (start with "
             "torchrun, or call torch.distributed.init_process_group first)."
         )
+    # What must match for a checkpoint to resume. The data are checked by content instead: a
+    # digest of the rows already folded in (see RowDigest), whatever object delivers them.
     run_arguments = {
-        "analyses": [{"name": a.name, "config": a.config.to_dict()} for a in built],
+        "analyses": {a.name: a.config.to_dict() for a in built},
         "model": adapter.describe(),
         "interventions": [site for site, _ in adapter.active_edits],
         "linearizations": active_linearizations(adapter),
-        "data": f"{len(dataset)} rows"
-        if isinstance(dataset, Dataset)
-        else dataset.describe()["source"],
         "batch_size": batch_size,
         "padding_side": padding_side,
         "max_length": max_length,
@@ -390,7 +388,7 @@ def run(
             "seed": seed,
             "num_examples": sum(rows for _, rows, _ in gathered),
             "num_tokens": sum(tokens for _, _, tokens in gathered),
-            "data_source": run_arguments["data"],
+            "data_source": "list" if isinstance(dataset, Dataset) else dataset.describe()["source"],
             "batch_size": batch_size,
             "padding_side": padding_side,
             "max_length": max_length,

@@ -23,7 +23,24 @@ ADJECTIVES = ("big", "small")
 
 def corpus_rows(count: int = 22) -> list[dict[str, Any]]:
     """Plain texts of varied length over the tiny tokenizer's vocabulary."""
-    words = "the quick brown fox jumps over the lazy dog and a cat sat on the mat".split()
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "the",
+        "lazy",
+        "dog",
+        "and",
+        "a",
+        "cat",
+        "sat",
+        "on",
+        "the",
+        "mat",
+    ]
     return [{"text": " ".join(words[: 3 + (i * 5) % 12])} for i in range(count)]
 
 

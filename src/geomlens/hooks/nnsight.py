@@ -299,6 +299,7 @@ class NNsightAdapter(Adapter):
         return list(locations.values())
 
     def _forward_kwargs(self, inputs: ModelInputs) -> dict[str, Any]:
+        self._batch_shape = tuple(inputs.attention_mask.shape)  # for flat-token modules
         if inputs.extra:  # pixel values, named tensors, a processor's multimodal inputs
             forward = type(self._module).forward
             dtype = next(self._module.parameters(), torch.empty(0)).dtype
@@ -328,7 +329,9 @@ class NNsightAdapter(Adapter):
             inputs.position_ids if inputs.position_ids is not None else position_ids_from_mask(mask)
         )
         if self.table.positions == "after_padding_idx":
-            pad = getattr(self.config, "pad_token_id", None)
+            pad = self.table.padding_idx
+            if pad is None:
+                pad = getattr(self.config, "pad_token_id", None)
             if pad is None:
                 raise ValueError(
                     f"The {self.table.family!r} family numbers positions from padding_idx + 1, "
@@ -412,7 +415,6 @@ class NNsightAdapter(Adapter):
         edits = [(site, edit) for site, edit in self.active_edits if order[site] <= last]
         plan = self._plan([*wanted, *(site for site, _ in edits)])
         kwargs = self._forward_kwargs(inputs)
-        self._batch_shape = tuple(inputs.attention_mask.shape)
         wanted_set = set(wanted)
         captured: dict[str, torch.Tensor] = {}
         with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:

@@ -1,0 +1,40 @@
+"""The body of one rank of the 2-process gloo tests (importable, as torch spawn requires)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str) -> None:
+    """Run every recipe on sized and streamed rows in a gloo group; rank 0 writes the results."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)  # two ranks on a shared CPU
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        from helpers.recipes import RECIPES
+        from helpers.tiny_models import tiny_gpt2
+
+        import geomlens as gl
+
+        hf_model, tokenizer = tiny_gpt2()
+        adapter = gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
+        for name, recipe in RECIPES.items():
+            rows = recipe.rows()
+            options = {"batch_size": recipe.batch_size, **recipe.options}
+            sized = gl.run(name, adapter, rows, **options)
+            streamed = gl.run(name, adapter, (row for row in rows), **options)
+            if rank == 0:
+                sized.to_json(Path(out) / f"{name}.sized.json")
+                streamed.to_json(Path(out) / f"{name}.streamed.json")
+            else:  # every rank returns rank 0's results
+                assert sized.metrics == gl.Result.from_json(sized.to_json()).metrics
+        checked = gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(),
+                         batch_size=3, checkpoint=checkpoint, checkpoint_every=1)  # fmt: skip
+        if rank == 0:
+            checked.to_json(Path(out) / "checkpointed.json")
+    finally:
+        dist.destroy_process_group()
