@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 import geomlens as gl
-from geomlens.results import atomic_save_figure, atomic_write_text
+from geomlens.results import Result, atomic_save_figure, atomic_write_text
 
 
 def make_result():
@@ -80,3 +80,63 @@ def test_written_files_get_ordinary_permissions(tmp_path):
         os.umask(umask)
     for written in (path, figure_path):
         assert stat.S_IMODE(written.stat().st_mode) == 0o644
+
+
+def test_repr_is_a_short_summary():
+    result = Result(
+        "activation-stats",
+        metrics={f"m{i}": float(i) for i in range(500)},
+        tables={"per_dimension": [{"dim": i, "mean": 0.5} for i in range(10_000)]},
+        provenance={"model_id": "tiny"},
+    )
+    text = repr(result)
+    assert len(text) < 300, text
+    assert "'activation-stats'" in text and "500 metrics" in text and "10000 rows" in text
+
+
+def test_results_module_knows_nothing_of_analyses_or_the_registry():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, geomlens.results\n"
+        "assert not any(m.startswith(('geomlens.registry', 'geomlens.analyses')) "
+        "for m in sys.modules), sorted(m for m in sys.modules if m.startswith('geomlens'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_plot_goes_through_the_analysis(tmp_path):
+    import numpy as np
+
+    import geomlens as gl
+
+    x = np.random.default_rng(0).normal(size=(20, 4))
+    result = Result.from_json(gl.run("activation-stats", {"blocks.0.hook_resid_post": x}).to_json())
+    figure = gl.plot(result, tmp_path / "a.png")
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
+    assert figure.axes[0].get_ylabel() == "mean token norm"
+    result.plot(tmp_path / "b.png")  # the method reaches the same drawing
+    assert (tmp_path / "b.png").stat().st_size > 0
+
+
+def test_plot_of_an_analysis_without_a_figure_says_so():
+    import geomlens as gl
+
+    @gl.register_analysis("test-results-no-figure")
+    class NoFigure(gl.Analysis):
+        def sites(self, adapter):
+            return []
+
+        def update(self, batch):
+            pass
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name)
+
+    with pytest.raises(NotImplementedError, match="draws no figure"):
+        gl.plot(Result("test-results-no-figure"))

@@ -10,8 +10,14 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers.tiny_models import tiny_bert, tiny_gpt2, tiny_llama, tiny_tokenizer
-from transformer_lens import HookedTransformer, HookedTransformerConfig
+from helpers.tiny_models import (
+    tiny_bert,
+    tiny_gpt2,
+    tiny_hooked_transformer,
+    tiny_llama,
+    tiny_tokenizer,
+)
+from transformer_lens import HookedTransformer
 
 import geomlens as gl
 from geomlens.hooks.base import count_torch_hooks
@@ -136,20 +142,8 @@ def test_tangent_calibration_is_the_mean_pre_activation_over_real_tokens():
 
 
 def hooked(gated: bool) -> HookedTransformer:
-    config = HookedTransformerConfig(
-        n_layers=2,
-        d_model=32,
-        n_heads=4,
-        d_head=8,
-        d_mlp=64,
-        d_vocab=len(tiny_tokenizer()),
-        n_ctx=64,
-        act_fn="silu" if gated else "gelu_new",
-        gated_mlp=gated,
-        normalization_type="LN",
-        seed=0,
-    )
-    return HookedTransformer(config).eval()
+    act_fn = "silu" if gated else "gelu_new"
+    return tiny_hooked_transformer(act_fn=act_fn, gated_mlp=gated)
 
 
 @pytest.mark.parametrize("gated", [False, True])

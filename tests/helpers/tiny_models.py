@@ -191,9 +191,10 @@ def tiny_encoder(
     return build(hf_config).eval(), tokenizer
 
 
-def tiny_hooked_transformer(positional_embedding_type: str = "standard"):
+def tiny_hooked_transformer(positional_embedding_type: str = "standard", **overrides: object):
     """TransformerLens's own HookedTransformer (LayerNorm, GELU): 2 layers, width 32, 4 heads,
-    vocabulary sized to :func:`tiny_tokenizer`."""
+    vocabulary sized to :func:`tiny_tokenizer`; ``overrides`` change config fields
+    (``act_fn="silu", gated_mlp=True``)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     torch.manual_seed(0)
@@ -205,8 +206,9 @@ def tiny_hooked_transformer(positional_embedding_type: str = "standard"):
         d_mlp=64,
         d_vocab=len(tiny_tokenizer()),
         n_ctx=MAX_POSITIONS,
-        act_fn="gelu",
+        act_fn=overrides.pop("act_fn", "gelu"),
         normalization_type="LN",
         positional_embedding_type=positional_embedding_type,
+        **overrides,
     )
     return HookedTransformer(config).eval()

@@ -13,18 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from geomlens.analyses.base import Analysis, Batch, option
+from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
+    ConceptAnalysis,
     ConceptConfig,
     ConceptState,
     abstraction_scores,
-    concept_sites,
-    default_concept_data,
     plot_by_layer,
     site_averages,
     task_rng,
 )
-from geomlens.hooks.base import Adapter
 from geomlens.registry import register_analysis
 from geomlens.results import Result
 
@@ -61,39 +59,14 @@ def abstraction_table(state: ConceptState, config: AbstractionConfig, seed: int)
 
 
 @register_analysis("abstraction")
-class Abstraction(Analysis):
+class Abstraction(ConceptAnalysis):
     """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
 
     Config = AbstractionConfig
     config: AbstractionConfig
 
-    def __init__(self, config: AbstractionConfig | None = None, **overrides: Any) -> None:
-        super().__init__(config, **overrides)
-        self.state = ConceptState(keep_rows=False)
-
-    def sites(self, adapter: Adapter) -> list[str]:
-        return concept_sites(self.config, adapter)
-
-    def required_columns(self) -> tuple[str, ...]:
-        return ("concept", "context")
-
-    def default_data(self, adapter: Adapter) -> Any:
-        return default_concept_data(adapter)
-
-    def update(self, batch: Batch) -> None:
-        sites = self.sites(self.context.adapter)
-        self.state.update(batch.activations, batch, sites, self.config.pooling)
-
-    def merge(self, other: Analysis) -> None:
-        self._check_mergeable(other)
-        assert isinstance(other, Abstraction)
-        self.state.merge(other.state)
-
     def finalize(self) -> Result:
-        if self.state.empty:
-            raise ValueError("abstraction saw no data; give rows with concept and context.")
-        seed = self.context.seed if self.context is not None else 0
-        rows = abstraction_table(self.state, self.config, seed)
+        rows = abstraction_table(self.state, self.config, self.checked_seed())
         metrics = site_averages(rows, ALPHA_COLUMNS)
         return Result(self.name, metrics=metrics, tables={"per_task": rows})
 

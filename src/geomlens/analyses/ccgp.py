@@ -18,17 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from geomlens.analyses.base import Analysis, Batch, option
+from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
+    ConceptAnalysis,
     ConceptConfig,
     ConceptState,
     ccgp_scores,
-    concept_sites,
-    default_concept_data,
     plot_by_layer,
     site_averages,
 )
-from geomlens.hooks.base import Adapter
 from geomlens.registry import register_analysis
 from geomlens.results import Result
 
@@ -78,39 +76,16 @@ def plot_ccgp(axis: Any, rows: list[dict], suffix: str = "", linestyle: str = "-
 
 
 @register_analysis("ccgp")
-class CCGP(Analysis):
+class CCGP(ConceptAnalysis):
     """Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy."""
 
     Config = CCGPConfig
     config: CCGPConfig
 
-    def __init__(self, config: CCGPConfig | None = None, **overrides: Any) -> None:
-        super().__init__(config, **overrides)
-        self.state = ConceptState(keep_rows=True)
-
-    def sites(self, adapter: Adapter) -> list[str]:
-        return concept_sites(self.config, adapter)
-
-    def required_columns(self) -> tuple[str, ...]:
-        return ("concept", "context")
-
-    def default_data(self, adapter: Adapter) -> Any:
-        return default_concept_data(adapter)
-
-    def update(self, batch: Batch) -> None:
-        sites = self.sites(self.context.adapter)
-        self.state.update(batch.activations, batch, sites, self.config.pooling)
-
-    def merge(self, other: Analysis) -> None:
-        self._check_mergeable(other)
-        assert isinstance(other, CCGP)
-        self.state.merge(other.state)
+    keeps_rows = True
 
     def finalize(self) -> Result:
-        if self.state.empty:
-            raise ValueError("ccgp saw no data; give rows with concept and context.")
-        seed = self.context.seed if self.context is not None else 0
-        per_task, per_split = ccgp_tables(self.state, self.config, seed)
+        per_task, per_split = ccgp_tables(self.state, self.config, self.checked_seed())
         metrics = site_averages(per_task, CCGP_COLUMNS)
         return Result(
             self.name, metrics=metrics, tables={"per_task": per_task, "splits": per_split}

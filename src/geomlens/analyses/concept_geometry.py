@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.analyses.base import AnalysisConfig, Batch, option
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.pooling import pool_tokens
 
@@ -162,6 +162,43 @@ class ConceptState:
         rows = np.concatenate(self.rows[site])[order]
         chosen = tasks == task
         return rows[chosen].astype(np.float64), concepts[chosen], contexts[chosen]
+
+
+class ConceptAnalysis(Analysis):
+    """An analysis over a concept set: the configured sites, the concept columns, the shipped
+    English sets by default, and a :class:`ConceptState` (with pooled rows when
+    ``keeps_rows``) that every batch is folded into."""
+
+    config: ConceptConfig
+    keeps_rows: bool = False
+
+    def __init__(self, config: ConceptConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.state = ConceptState(keep_rows=self.keeps_rows)
+
+    def sites(self, adapter: Adapter) -> list[str]:
+        return concept_sites(self.config, adapter)
+
+    def required_columns(self) -> tuple[str, ...]:
+        return ("concept", "context")
+
+    def default_data(self, adapter: Adapter) -> Any:
+        return default_concept_data(adapter)
+
+    def update(self, batch: Batch) -> None:
+        sites = self.sites(self.context.adapter)
+        self.state.update(batch.activations, batch, sites, self.config.pooling)
+
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        assert isinstance(other, ConceptAnalysis)
+        self.state.merge(other.state)
+
+    def checked_seed(self) -> int:
+        """The run seed; refuses to finalise a state that saw no rows."""
+        if self.state.empty:
+            raise ValueError(f"{self.name} saw no data; give rows with concept and context.")
+        return self.context.seed if self.context is not None else 0
 
 
 def task_rng(seed: int, site: str, task: str) -> np.random.Generator:

@@ -132,7 +132,7 @@ def load(
     except pickle.UnpicklingError as error:
         raise ValueError(
             f"Refused to load model {model_id!r}: its weights file is a pickle that would run "
-            f"code or build objects other than tensors ({str(error).splitlines()[0]}). Load "
+            "code or build objects other than tensors, which geomlens never unpickles. Load "
             "weights from safetensors (save_pretrained's default) or a plain tensor checkpoint."
         ) from error
     except OSError as error:
