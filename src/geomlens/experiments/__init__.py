@@ -1,0 +1,6 @@
+"""The seed papers' experiments as functions: train, measure through geomlens, compare with theory.
+
+- :mod:`geomlens.experiments.tradeoff`: any network's empirical (p_S, p_I) from its embeddings of
+  labelled images and a class distance, placed on the universal front.
+- :mod:`geomlens.experiments.digits`: the CNN trade-off experiment on scikit-learn's digits.
+"""
