@@ -30,8 +30,10 @@ import numpy as np
 __all__ = [
     "Metric",
     "StimulusSet",
+    "birth_year_prompts",
     "choice_prompts",
     "distance_matrix",
+    "first_names",
     "grid_positions",
     "hue_circle",
     "load_stimuli",
@@ -437,6 +439,72 @@ def choice_prompts(
     columns = {k: _object_column(v) for k, v in rows.items() if k != "text"}
     columns["test"] = np.asarray(rows["test"])
     columns["metric"] = np.asarray([metric] * len(rows["text"]))
+    return Dataset(texts=rows["text"], columns=columns)
+
+
+def first_names() -> list[str]:
+    """One hundred common English first names (the people of the birth-year protocol)."""
+    return _shipped_lines("first_names.txt")
+
+
+def birth_year_prompts(
+    names: Sequence[str],
+    candidates: Sequence[int],
+    trials: int,
+    *,
+    low: int = 800,
+    high: int = 1600,
+    seed: int = 0,
+    similarity_question: str = "Who was born closest to {probe}?",
+    identification_question: str = "Who was born in {probe}?",
+) -> Any:
+    """The birth-year protocol of the resolution paper's LLM experiments, as choice prompts.
+
+    Each prompt lists n people (distinct names from ``names``) with distinct birth years drawn
+    uniformly from [low, high), then asks a question; the options are the names (scored as
+    ``" " + name``), their coordinates the birth years. Similarity trials ask who was born
+    closest to a probe year drawn from [low, high) (never one of the listed years);
+    identification trials ask who was born in one of the listed years. ``trials`` prompts per
+    test and per n. Returns a Dataset like :func:`choice_prompts`.
+    """
+    from geomlens.data.dataset import Dataset
+
+    names = list(dict.fromkeys(names))
+    if trials < 1 or not candidates or min(candidates) < 2 or max(candidates) > len(names):
+        raise ValueError(
+            f"Need trials >= 1 and 2 <= n <= {len(names)} (the distinct names given); got "
+            f"trials={trials}, candidates={list(candidates)}."
+        )
+    if high - low < max(candidates) + 1:
+        raise ValueError(f"[{low}, {high}) has too few years for {max(candidates)} people.")
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list[Any]] = {
+        k: [] for k in ("text", "coordinate", "options", "option_coordinates", "test")
+    }
+    for n in candidates:
+        for test, question in (
+            ("similarity", similarity_question),
+            ("identification", identification_question),
+        ):
+            for _ in range(trials):
+                people = [names[i] for i in rng.choice(len(names), n, replace=False)]
+                born = (low + rng.choice(high - low, n, replace=False)).tolist()
+                if test == "identification":
+                    probe = born[rng.integers(n)]
+                else:
+                    probe = int(rng.integers(low, high))
+                    while probe in born:
+                        probe = int(rng.integers(low, high))
+                listing = "\n".join(f"{p} was born in {y}." for p, y in zip(people, born))
+                rows["text"].append(f"{listing}\nQuestion: {question.format(probe=probe)}\nAnswer:")
+                rows["coordinate"].append(float(probe))
+                rows["options"].append([" " + p for p in people])
+                rows["option_coordinates"].append([float(y) for y in born])
+                rows["test"].append(test)
+    columns = {k: _object_column(v) for k, v in rows.items() if k != "text"}
+    columns["coordinate"] = np.asarray(rows["coordinate"])
+    columns["test"] = np.asarray(rows["test"])
+    columns["metric"] = np.asarray(["absolute"] * len(rows["text"]))
     return Dataset(texts=rows["text"], columns=columns)
 
 

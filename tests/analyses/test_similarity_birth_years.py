@@ -1,0 +1,109 @@
+"""tutorials/gpu/birth_years.py runs on CPU with a tiny causal LM saved to a folder."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+from geomlens.data import stimuli
+
+SCRIPT = Path(__file__).parents[2] / "tutorials" / "gpu" / "birth_years.py"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("birth_years", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_lm_folder(tmp_path_factory):
+    """A word-level tokenizer that knows the names, the years and the prompt's words, and a
+    2-layer GPT-2 of width 32 over it, saved like a Hugging Face checkpoint."""
+    words = [
+        "<pad>",
+        "<unk>",
+        "<eos>",
+        "was",
+        "born",
+        "in",
+        "question",
+        "who",
+        "closest",
+        "to",
+        "answer",
+        ":",
+        "?",
+        ".",
+    ]
+    names = [n.lower() for n in stimuli.first_names()[:12]]
+    vocab = {w: i for i, w in enumerate(words + names + [str(y) for y in range(800, 1600)])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>"
+    )
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(vocab), n_positions=128)
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_birth_year_protocol_runs_on_cpu(tiny_lm_folder, tmp_path):
+    script = _load_script()
+    out = tmp_path / "out"
+    outcome = script.main(
+        [
+            "--model",
+            str(tiny_lm_folder),
+            "--device",
+            "cpu",
+            "--n-max",
+            "4",
+            "--n-step",
+            "2",
+            "--trials",
+            "4",
+            "--bins",
+            "8",
+            "--out",
+            str(out),
+        ]
+    )
+    result = outcome["result"]
+    rows = result.tables["choice_accuracy"]
+    assert {(r["test"], r["n"]) for r in rows} == {
+        (t, n) for t in ("similarity", "identification") for n in (2, 4)
+    }
+    assert all(r["trials"] == 4 for r in rows)
+    assert result["logits.first_token_options"] == 0
+    fits = json.loads((out / "birth_years_fits.json").read_text())
+    assert sorted(f["family"] for f in fits) == ["exponential", "gaussian", "linear", "step"]
+    assert sum(f["chosen"] for f in fits) == 1
+    assert (out / "birth_years.png").stat().st_size > 5_000
+    assert json.loads((out / "birth_years.json").read_text())["analysis"] == "similarity"
+
+
+def test_too_few_single_token_names_is_a_clear_stop(tiny_lm_folder, tmp_path):
+    script = _load_script()
+    with pytest.raises(SystemExit, match="--n-max 12"):
+        script.main(
+            [
+                "--model",
+                str(tiny_lm_folder),
+                "--device",
+                "cpu",
+                "--n-max",
+                "40",
+                "--out",
+                str(tmp_path),
+            ]
+        )
