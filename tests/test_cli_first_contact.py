@@ -2,10 +2,10 @@
 2 before any model loads (or a documented behaviour), and nothing is written."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from helpers.minimal_analysis import register_minimal_analysis
 from helpers.tiny_models import tiny_bert
 from typer.testing import CliRunner
 
@@ -72,25 +72,8 @@ def test_plot_for_an_analysis_without_a_figure_is_refused_before_running(tmp_pat
     from geomlens.registry import analysis_class, list_analyses
 
     without = [name for name in list_analyses() if not has_plot(analysis_class(name))]
-    if not without:
-        # Every built-in draws: a plugin-like analysis without a plot stands in.
-        import geomlens as gl
-
-        @gl.register_analysis("test-no-figure")
-        class NoFigure(gl.Analysis):
-            def sites(self, adapter):
-                return adapter.sites()[:1]
-
-            def update(self, batch):
-                pass
-
-            def merge(self, other):
-                pass
-
-            def finalize(self):
-                return gl.Result(self.name)
-
-        without = ["test-no-figure"]
+    if not without:  # every built-in draws: a plugin-like analysis without a plot stands in
+        without = [register_minimal_analysis("test-no-figure").name]
     out = tmp_path / "r.json"
     done = runner.invoke(
         app, ["run", without[0], "--plot", str(tmp_path / "f.png"), "--out", str(out)]

@@ -3,6 +3,7 @@ import math
 
 import matplotlib.pyplot as plt
 import pytest
+from helpers.minimal_analysis import register_minimal_analysis
 
 import geomlens as gl
 from geomlens.results import Result, atomic_save_figure, atomic_write_text
@@ -124,19 +125,7 @@ def test_plot_goes_through_the_analysis(tmp_path):
 def test_plot_of_an_analysis_without_a_figure_says_so():
     import geomlens as gl
 
-    @gl.register_analysis("test-results-no-figure")
-    class NoFigure(gl.Analysis):
-        def sites(self, adapter):
-            return []
-
-        def update(self, batch):
-            pass
-
-        def merge(self, other):
-            pass
-
-        def finalize(self):
-            return gl.Result(self.name)
+    register_minimal_analysis("test-results-no-figure")
 
     with pytest.raises(NotImplementedError, match="draws no figure"):
         gl.plot(Result("test-results-no-figure"))
