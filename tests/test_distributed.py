@@ -76,3 +76,39 @@ def test_blocks_split_batches_disjointly_in_order(batches):
 def test_distributed_true_outside_a_group_is_explained(adapter):
     with pytest.raises(ValueError, match="initialised torch.distributed process group"):
         gl.run("activation-stats", adapter, ["the cat"], distributed=True)
+
+
+def test_torchrun_cli_equals_one_process(tmp_path, adapter):
+    """``torchrun --nproc-per-node 2 -m geomlens run`` on a streamed .jsonl file, with a
+    checkpoint: rank 0 writes the single-process result, rank 1 writes nothing."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from geomlens.data.streaming import stream_file
+
+    hf_model, tokenizer = tiny_gpt2()
+    hf_model.save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    rows = RECIPES["activation-stats"].rows()
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    out = tmp_path / "out" / "result.json"
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+        "--master-port", str(free_port()), "-m", "geomlens", "run", "activation-stats",
+        "--model", str(tmp_path / "tiny"), "--data", str(data), "--batch-size", "4",
+        "--out", str(out), "--checkpoint", str(tmp_path / "ckpt"), "--checkpoint-every", "1",
+    ]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["result.json"]
+    expected = gl.run(
+        "activation-stats", gl.load(tmp_path / "tiny"), stream_file(data), batch_size=4
+    )
+    got = gl.Result.from_json(out)
+    assert_same_results(got, expected)
+    assert got.provenance["world_size"] == 2
+    assert len(list((tmp_path / "ckpt").iterdir())) == 2

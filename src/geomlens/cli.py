@@ -121,12 +121,28 @@ JSON_FORMS = (
 )
 
 
+def _streamed_file(path: Path, limit: int | None) -> Any:
+    """A .txt / .jsonl file read line by line; its first row is checked now, before any model
+    is loaded (a later bad line stops the run with the line named)."""
+    from geomlens.data.streaming import EmptySourceError, stream_file
+
+    data = stream_file(path, limit=limit)
+    try:
+        data.first_row()
+    except EmptySourceError:
+        raise _fail(f"data file {path} holds no inputs; give at least one text.") from None
+    except ValueError as error:
+        raise _fail(f"{path}: {error}") from error
+    return data
+
+
 def load_data(path: Path, limit: int | None) -> Any:
-    """A :class:`~geomlens.data.dataset.Dataset` read from ``path``, its source recorded.
+    """The inputs in ``path``, its source recorded.
 
     ``.txt``: one text per line (blank lines skipped). ``.jsonl``: one object per line with a
-    'text' field and optional label columns. ``.json``: a list of strings, a list of such
-    objects, or one object of columns.
+    'text' field and optional label columns. Both are streamed: read line by line as the run
+    goes, so a corpus of any size fits. ``.json``: a list of strings, a list of such objects,
+    or one object of columns, read whole into a Dataset.
     """
     from geomlens.data.dataset import as_dataset
 
@@ -136,20 +152,9 @@ def load_data(path: Path, limit: int | None) -> Any:
         raise _fail(f"--data {path} is a directory; give a .txt, .jsonl or .json file.")
     if path.suffix not in (".txt", ".jsonl", ".json"):
         raise _fail(f"data file {path} must be .txt (one text per line), .jsonl or .json.")
-    text = path.read_text(encoding="utf-8")
-    rows: Any
-    if path.suffix == ".txt":
-        rows = [line.strip() for line in text.splitlines() if line.strip()]
-    elif path.suffix == ".json":
-        rows = _rows_from_json(path, text)
-    else:
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise _fail(f"{path} line {number} is not valid JSON ({error}).") from error
+    if path.suffix in (".txt", ".jsonl"):
+        return _streamed_file(path, limit)
+    rows = _rows_from_json(path, path.read_text(encoding="utf-8"))
     if isinstance(rows, dict):
         rows = {key: list(values)[:limit] if limit else values for key, values in rows.items()}
     else:
@@ -237,14 +242,42 @@ def run_command(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
     trust_remote_code: TrustRemoteCodeOption = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option("--dtype", help="Model weights: float32 (default), bfloat16 or float16."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint", help="Save states in this folder; a rerun with the same flags resumes."
+        ),
+    ] = None,
+    checkpoint_every: Annotated[
+        int, typer.Option("--checkpoint-every", help="Batches between checkpoints.")
+    ] = 50,
+    linearize: Annotated[
+        str | None,
+        typer.Option(
+            "--linearize",
+            help="Run with the MLP activation of LAYERS linearised, LAYERS[:identity|tangent], "
+            "e.g. 4 or -2:tangent (see docs/abstraction.md).",
+        ),
+    ] = None,
 ) -> None:
-    """Run one analysis on a model and write its result as JSON."""
+    """Run one analysis on a model and write its result as JSON.
+
+    Under ``torchrun --nproc-per-node K -m geomlens run …`` each process runs a shard of the
+    data and rank 0 writes the result (see docs/scale.md)."""
     import geomlens as gl
+    from geomlens.distributed import init_from_environment, local_device
 
     # Everything the user typed is checked here, before a model is loaded or any work done.
     _check_positive("--limit", limit, "the number of inputs to use")
     _check_positive("--max-length", max_length, "tokens kept per input; omit it to keep all")
     _check_positive("--batch-size", batch_size, "inputs per forward pass")
+    _check_positive("--checkpoint-every", checkpoint_every, "batches between checkpoints")
+    if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
+        raise _fail(f"--dtype must be float32, bfloat16 or float16; got {dtype!r}.")
     _check_writable_file("--out", out, (".json",))
     if plot is not None:
         _check_writable_file("--plot", plot, _figure_suffixes())
@@ -261,8 +294,13 @@ def run_command(
         if plot is not None and not has_plot(type(built)):
             raise _fail(f"analysis {built.name!r} draws no figure; run it without --plot.")
         dataset = load_data(data, limit) if data is not None else None
+        shard = init_from_environment()  # joins torchrun's process group, if any
         adapter = gl.load(
-            model, backend=backend, device=device, trust_remote_code=trust_remote_code
+            model,
+            backend=backend,
+            device=local_device(device),
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
         )
         if dataset is None:
             # With no --data, each analysis runs on its own shipped data (stimuli, concept
@@ -276,12 +314,16 @@ def run_command(
             max_length=max_length,
             seed=seed,
             progress=True,
+            checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
         )
     except USER_ERRORS as error:
         raise _fail(_message(error)) from error
     except KeyboardInterrupt:
         typer.secho(f"interrupted; nothing was written to {out}.", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=130) from None
+    if not shard.is_main:  # every rank holds the result; rank 0 alone writes it
+        return
     result.to_json(out)
     typer.echo(f"wrote {out}")
     for name, value in list(result.metrics.items())[:20]:

@@ -96,6 +96,10 @@ def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
     return Dataset(token_ids=values, columns=columns)
 
 
+class EmptySourceError(ValueError):
+    """The data source yielded no rows at all."""
+
+
 class StreamedData:
     """Rows read from ``source`` as they are needed, batched without reading the whole source.
 
@@ -153,7 +157,7 @@ class StreamedData:
             try:
                 raw = next(self._pending)
             except StopIteration:
-                raise ValueError(f"The data source {self.name!r} yielded no rows.") from None
+                raise EmptySourceError(f"The data source {self.name!r} yielded no rows.") from None
             self._first = normalize_row(raw, 0)
         return self._first
 
