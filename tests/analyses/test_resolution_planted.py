@@ -158,3 +158,9 @@ def test_plot_reads_only_the_json(tmp_path):
 def test_bad_options_are_refused_before_running(options, message):
     with pytest.raises(ValueError, match=message):
         Resolution(**options)
+
+
+def test_half_width_is_where_the_planted_g_is_halfway():
+    result = _run(kernel_features(LINE, "exponential", 12.0, 0.2), LINE)
+    # (1 - Δ) e^(-d/ε) + Δ = (1 + Δ)/2  at  d = ε ln 2
+    assert result[f"{SITE}.half_width"] == pytest.approx(12.0 * np.log(2), rel=0.1)

@@ -63,6 +63,16 @@ def family_shape(family: str, distances: np.ndarray, epsilon: float) -> np.ndarr
     raise ValueError(f"Unknown family {family!r}; families are {FAMILIES}.")
 
 
+# Where each normalised shape falls to 1/2 (so g to (1 + Δ)/2), in units of ε: a width that
+# compares across families (ε itself means a different point of each curve).
+HALF_WIDTH = {
+    "step": 1.0,
+    "linear": 0.5,
+    "exponential": float(np.log(2.0)),
+    "gaussian": float(np.sqrt(2.0 * np.log(2.0))),
+}
+
+
 def normalised_g(family: str, epsilon: float, delta: float) -> Callable[[np.ndarray], np.ndarray]:
     """g(d) = (1 − Δ) shape(d/ε) + Δ, so g(0) = 1."""
     return lambda d: (1.0 - delta) * family_shape(family, d, epsilon) + delta
@@ -275,6 +285,7 @@ class Resolution(Similarity):
                     f"{site}.epsilon": chosen.epsilon,
                     f"{site}.epsilon_ci_low": float(eps_low),
                     f"{site}.epsilon_ci_high": float(eps_high),
+                    f"{site}.half_width": chosen.epsilon * HALF_WIDTH[chosen.family],
                     f"{site}.delta": chosen.delta,
                     f"{site}.delta_ci_low": float(delta_low),
                     f"{site}.delta_ci_high": float(delta_high),
