@@ -231,10 +231,10 @@ def test_nnsight_wrappers_give_the_same_activations():
 
 
 def test_unknown_architecture_falls_back_to_the_layer_list():
-    hf_model, _ = tiny_decoder("opt", ffn_dim=64, word_embed_proj_dim=32)
+    hf_model, _ = tiny_decoder("gpt_neo", attention_types=[[["global", "local"], 1]])
     adapter = NNsightAdapter(hf_model)
-    assert adapter.table.family == "discovered:opt"
-    assert adapter.table.layers == "decoder.layers"
+    assert adapter.table.family == "discovered:gpt_neo"
+    assert adapter.table.layers == "h"
     assert adapter.sites() == [
         *(f"blocks.{layer}.hook_resid_{where}" for layer in range(2) for where in ("pre", "post")),
         LOGITS_SITE,
@@ -245,8 +245,10 @@ def test_unknown_architecture_falls_back_to_the_layer_list():
     torch.testing.assert_close(
         acts["blocks.0.hook_resid_post"], hidden.hidden_states[1], atol=ATOL, rtol=0
     )
-    with pytest.raises(UnknownSiteError, match="Did you mean 'blocks.1.hook_resid_post'"):
+    with pytest.raises(UnknownSiteError, match="only resid_pre / resid_post are offered"):
         adapter.resolve_site("blocks.1.hook_mlp_out")
+    with pytest.raises(UnknownSiteError, match="Did you mean 'blocks.1.hook_resid_post'"):
+        adapter.resolve_site("blocks.1.hook_resid_poster")
 
 
 def test_unknown_site_names_the_nearest():

@@ -144,8 +144,20 @@ class Adapter(ABC):
         """Check a site name; raise :class:`UnknownSiteError` naming the nearest valid one."""
         valid = self.sites()
         if site not in valid:
+            reason = self.refused_sites().get(site)
+            if reason:
+                raise UnknownSiteError(
+                    f"Site {site!r} is not offered for model {self.model_id!r}: {reason}. "
+                    f"Offered sites ({len(valid)}): {', '.join(valid[:12])}"
+                    + (", …" if len(valid) > 12 else "")
+                )
             raise unknown_site_error(site, valid, self.model_id)
         return site
+
+    def refused_sites(self) -> dict[str, str]:
+        """Canonical sites this model does not offer, each with the reason (a mixture-of-experts
+        block has no MLP hidden layer, a parallel block no resid_mid, ...)."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """Provenance recorded in every result (model id, backend, numerics mode, …)."""

@@ -41,6 +41,7 @@ from transformer_lens.model_bridge.sources.transformers import (
 )
 from transformers import PreTrainedModel
 
+from geomlens.hooks.architectures import MOE_REASON
 from geomlens.hooks.base import (
     LOGITS_SITE,
     Adapter,
@@ -64,7 +65,24 @@ SITE_OVERRIDES: dict[str, dict[str, str]] = {
         "blocks.{layer}.hook_attn_out": "blocks.{layer}.attn.o.hook_out",
         "blocks.{layer}.hook_resid_mid": "blocks.{layer}.ln1.hook_out",
     },
+    # BLOOM normalises the token embedding (word_embeddings_layernorm); TransformerLens's
+    # hook_embed is after that norm, ours the lookup before it.
+    "BloomArchitectureAdapter": {"hook_embed": "embed.hook_out"},
 }
+
+#: Architectures whose TransformerLens bridge computes other numbers than the model itself:
+#: refused at attach, with the measurement. (Measured on tiny seeded models, TransformerLens
+#: 3.9 / transformers 5: see docs/architectures.md.)
+REFUSED_BRIDGES: dict[str, str] = {
+    "CohereArchitectureAdapter": (
+        "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
+        "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
+        "trusted"
+    ),
+}
+
+#: Config fields that count a model's experts; more than one makes the MLP a mixture.
+EXPERT_COUNT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts")
 
 
 class _StopForward(Exception):
@@ -100,6 +118,13 @@ class TransformerLensAdapter(Adapter):
                 f"got a {kind} of type {type(model).__name__}. Wrap a Hugging Face module with "
                 "TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
             )
+        if isinstance(model, TransformerBridge):
+            refusal = REFUSED_BRIDGES.get(type(model.adapter).__name__)
+            if refusal:
+                raise ValueError(
+                    f"{refusal}. Attach this model with the nnsight backend instead: "
+                    "gl.attach(model, backend='nnsight') or --backend nnsight."
+                )
         super().__init__(model_id or str(getattr(model.cfg, "model_name", type(model).__name__)))
         self.model = model
         self._tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
@@ -145,6 +170,13 @@ class TransformerLensAdapter(Adapter):
             tokenizer=tokenizer,
             model_id=model_id or getattr(config, "name_or_path", None) or type(hf_model).__name__,
         )
+        if not adapter.hook_points():
+            raise ValueError(
+                f"TransformerLens {_tl_version()} bridges a {type(hf_model).__name__} with no "
+                "canonical site at all (its bridge maps blocks this model does not have), so "
+                "there is nothing to read. Attach it with the nnsight backend instead: "
+                "gl.attach(model, backend='nnsight')."
+            )
         adapter.wrapped_from = {
             "hf_class": type(hf_model).__name__,
             "bridged_module": type(module).__name__,
@@ -186,12 +218,31 @@ class TransformerLensAdapter(Adapter):
         }
         # An attention-only HookedTransformer still registers hook_mlp_out, which never fires.
         attn_only = getattr(self.model.cfg, "attn_only", False)
+        refused = self.refused_sites()
         points = {}
         for site in canonical_sites(self.n_layers):
             name = renamed.get(site, site)
+            if site in refused:
+                continue
             if name in hook_dict and not (attn_only and site.endswith("hook_mlp_out")):
                 points[site] = hook_dict[name]
         return points
+
+    @property
+    def is_mixture_of_experts(self) -> bool:
+        cfg = self.model.cfg
+        return any((getattr(cfg, name, None) or 0) > 1 for name in EXPERT_COUNT_FIELDS)
+
+    def refused_sites(self) -> dict[str, str]:
+        refused: dict[str, str] = {}
+        if self.is_mixture_of_experts:
+            # TransformerLens's MoE hook_pre / hook_post hold the MLP's input and output.
+            for layer in range(self.n_layers):
+                refused[f"blocks.{layer}.mlp.hook_pre"] = MOE_REASON
+                refused[f"blocks.{layer}.mlp.hook_post"] = MOE_REASON
+        if not self.has_lm_head:
+            refused[LOGITS_SITE] = "the bridged model has no LM head (no unembed component)"
+        return refused
 
     @property
     def has_lm_head(self) -> bool:
