@@ -281,6 +281,13 @@ def run_command(
     _check_writable_file("--out", out, (".json",))
     if plot is not None:
         _check_writable_file("--plot", plot, _figure_suffixes())
+    if linearize is not None:
+        from geomlens.hooks.linearize import parse_linearize_flag
+
+        try:
+            parse_linearize_flag(linearize)
+        except ValueError as error:
+            raise _fail(str(error)) from error
     options = dict(_parse_option(o) for o in option or [])
     if site:
         if "site" in options:
@@ -306,17 +313,20 @@ def run_command(
             # With no --data, each analysis runs on its own shipped data (stimuli, concept
             # sets, …); --limit keeps its first rows.
             dataset = _first_rows(built.default_data(adapter), limit)
-        result = gl.run(
-            built,
-            adapter,
-            dataset,
-            batch_size=batch_size,
-            max_length=max_length,
-            seed=seed,
-            progress=True,
-            checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every,
-        )
+        from geomlens.hooks.linearize import linearized_from_flag
+
+        with linearized_from_flag(adapter, linearize):
+            result = gl.run(
+                built,
+                adapter,
+                dataset,
+                batch_size=batch_size,
+                max_length=max_length,
+                seed=seed,
+                progress=True,
+                checkpoint=checkpoint,
+                checkpoint_every=checkpoint_every,
+            )
     except USER_ERRORS as error:
         raise _fail(_message(error)) from error
     except KeyboardInterrupt:

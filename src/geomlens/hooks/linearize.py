@@ -312,6 +312,7 @@ def mean_pre_activations(
     from geomlens.engine import batch_indices
 
     dataset = as_dataset(calibration)
+    max_length = _within_positions(adapter, max_length)
     sums: dict[int, torch.Tensor] = {}
     counts: dict[int, int] = {}
     mask_of_batch: list[torch.Tensor] = []
@@ -334,6 +335,19 @@ def mean_pre_activations(
     if missing:
         raise RuntimeError(f"The calibration pass never reached the MLP of layer(s) {missing}.")
     return {layer: (sums[layer] / counts[layer]).to(torch.float32) for layer in sums}
+
+
+def _within_positions(adapter: Adapter, max_length: int | None) -> int | None:
+    """``max_length`` cut to the positions the model has (calibration text can be long)."""
+    model = getattr(adapter, "model", None)
+    config = getattr(model, "config", None) or getattr(model, "cfg", None)
+    names = ("max_position_embeddings", "n_positions", "n_ctx")
+    limits = [
+        getattr(config, name) for name in names if isinstance(getattr(config, name, None), int)
+    ]
+    if not limits:
+        return max_length
+    return min(limits[0], max_length) if max_length is not None else limits[0]
 
 
 def _operating_points(
@@ -393,3 +407,37 @@ def linearize(
             yield targets
     finally:
         active.remove(entry)
+
+
+def parse_linearize_flag(text: str) -> tuple[list[int], str]:
+    """``"4"``, ``"3,4"``, ``"-2:tangent"`` → (layers, mode): the CLI's ``--linearize``."""
+    layers_text, _, mode = text.partition(":")
+    mode = mode or "identity"
+    if mode not in MODES:
+        raise ValueError(
+            f"--linearize {text!r}: mode must be 'identity' or 'tangent', got {mode!r}."
+        )
+    try:
+        layers = [int(part) for part in layers_text.split(",") if part.strip()]
+    except ValueError:
+        layers = []
+    if not layers:
+        raise ValueError(
+            f"--linearize {text!r} must be LAYERS[:MODE], layers as integers separated by commas "
+            "(negative counts from the end), e.g. 4, 3,4 or -2:tangent."
+        )
+    return layers, mode
+
+
+def linearized_from_flag(adapter: Adapter, text: str | None) -> contextlib.AbstractContextManager:
+    """The linearisation a ``--linearize`` flag asks for (tangent mode calibrates on 64
+    paragraphs of the bundled English corpus), or nothing when the flag is absent."""
+    if text is None:
+        return contextlib.nullcontext()
+    layers, mode = parse_linearize_flag(text)
+    calibration = None
+    if mode == "tangent":
+        from geomlens.data.corpus import stdlib_paragraphs
+
+        calibration = stdlib_paragraphs(64)
+    return linearize(adapter, layers, mode=mode, calibration=calibration)
