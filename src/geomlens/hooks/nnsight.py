@@ -143,9 +143,12 @@ class NNsightAdapter(Adapter):
         processor: Any = None,
     ) -> None:
         self._module, envoy = _traceable(model)
-        self._tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
         #: A Hugging Face processor that turns images (and texts) into model inputs.
         self.processor = processor if processor is not None else getattr(model, "processor", None)
+        tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
+        if tokenizer is None:  # a VLM's tokenizer comes with its processor
+            tokenizer = getattr(self.processor, "tokenizer", None)
+        self._tokenizer = tokenizer
         self._execution_orders: dict[tuple[str, ...], ExecutionOrder] = {}
         self.config = getattr(self._module, "config", None)
         super().__init__(
@@ -170,9 +173,10 @@ class NNsightAdapter(Adapter):
                 continue
             if layer_of(site) in (None, 0):  # a wrong table fails here, not mid-trace
                 self._submodule(self._site_path(site))
-        # Hooks the model already carried (transformers installs output-recording hooks of its
-        # own, for good, the first time hidden states are asked for) are not ours to count.
-        self._foreign_hooks = count_torch_hooks(self._module)
+        # Hooks the model already carried, and those transformers installs for good the first
+        # time hidden states are asked for (a VLM's forward asks its vision tower on every
+        # first pass), are not ours to count.
+        self._foreign_hooks = count_torch_hooks(self._module) - _transformers_hooks(self._module)
 
     # -- what the model offers ---------------------------------------------------------------
     @property
@@ -231,6 +235,16 @@ class NNsightAdapter(Adapter):
             self._submodule(_join(self._base_path, self.table.layers))
             return configured_layer_count(self.config) or 0
         return len(self._submodule(_join(self._base_path, self.table.layers)))
+
+    def residual_layout(self) -> str | None:
+        """How the sub-layer sites compose: ``"sequential"`` (resid_pre + attn_out = resid_mid,
+        resid_mid + mlp_out = resid_post), ``"parallel"`` (resid_pre + attn_out + mlp_out =
+        resid_post), ``"post_ln"`` (normalised sums), or None when the table does not say."""
+        if self.table.post_ln:
+            return "post_ln"
+        if "hook_resid_mid" in self.table.block_sites(self.config):
+            return "sequential"
+        return "parallel" if self.table.parallel else None
 
     def refused_sites(self) -> dict[str, str]:
         refused = {}
@@ -474,7 +488,8 @@ class NNsightAdapter(Adapter):
     def hook_count(self) -> int:
         """Torch hooks on the model beyond those it carried when attached (nnsight 0.8 itself
         registers none; its controllers are module ``forward``s, inert outside a trace)."""
-        return count_torch_hooks(self._module) - self._foreign_hooks
+        total = count_torch_hooks(self._module) - _transformers_hooks(self._module)
+        return total - self._foreign_hooks
 
 
 def _discovered(base: torch.nn.Module, config: Any) -> ArchitectureTable:
@@ -484,6 +499,15 @@ def _discovered(base: torch.nn.Module, config: Any) -> ArchitectureTable:
         return discover_table(base, config)
     except ValueError:
         return module_sites_table(type(base).__name__)
+
+
+def _transformers_hooks(module: torch.nn.Module) -> int:
+    """Forward hooks that transformers itself installed (its output-capturing hooks)."""
+    return sum(
+        getattr(hook, "__module__", "").startswith("transformers.")
+        for sub in module.modules()
+        for hook in sub._forward_hooks.values()
+    )
 
 
 def _per_example_rows(
