@@ -202,6 +202,8 @@ def test_behavioural_maths_recovers_the_planted_g_and_accuracy():
             np.mean(expected["identification"])
         )
     assert result["logits.p_similarity"] == result["logits.p_similarity_n2"]
+    figure = gl.Result.from_json(result.to_json()).plot()
+    assert len(figure.axes) == 2  # g(d) and accuracy against n
 
 
 def test_recovery_needs_options_at_several_distances():

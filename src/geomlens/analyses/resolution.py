@@ -358,6 +358,10 @@ class Resolution(Similarity):
 
         universal = theory.pareto_front(401)
         ax_plane.plot(universal.p_s, universal.p_i, "k-", lw=1.5, label="universal front (Δ = 0)")
+        graded = theory.linear_decay_front(401)
+        ax_plane.plot(
+            graded.p_s, graded.p_i, color="C3", lw=1, label="linear-decay front (paper, Prop. 1)"
+        )
         for delta in NOISE_CURVES:
             noisy = theory.pareto_front(401, delta=delta)
             ax_plane.plot(noisy.p_s, noisy.p_i, "k--", lw=0.7, alpha=0.5)
