@@ -119,6 +119,7 @@ def pareto(
                 delta=delta,
                 linear_decay=(linear_decay.p_s, linear_decay.p_i),
                 optimum=(optimum.p_s, optimum.p_i),
+                universal_b=universal.b,
             )
         _wrote(written)
 
@@ -189,6 +190,7 @@ def collapse(
                     m: [resolution.identification_asymptote(m, n, delta) for n in profile.n]
                     for m, profile in profiles.items()
                 },
+                delta=delta,
             )
         _wrote(written)
 
@@ -251,6 +253,7 @@ def abstraction_command(
                 alpha=abstraction.alpha_trajectory(sigma_x, sigma_y, gamma, kappa, curve_times),
                 alpha_terminal=terminal,
                 alpha_max=peak,
+                parameters={"ν_x": nu_x, "ν_y": nu_y, "κ": kappa, "γ": gamma},
             )
         _wrote(written)
 
@@ -344,5 +347,12 @@ def ssd_command(
                 threshold=terms.vacuity_threshold,
                 crossing=crossing,
                 evaluated=(held_out, terms.total),
+                parameters={
+                    "P": pool_size,
+                    "m": dictionary_size,
+                    "N": held_out,
+                    "V": vocabulary_size,
+                    "δ": delta,
+                },
             )
         _wrote(written)
