@@ -437,6 +437,9 @@ def _mount_report() -> None:
     from geomlens.report.cli import report_command
 
     app.command("report")(report_command)
+    from geomlens.scaffold.cli import new_plugin_command
+
+    app.command("new-plugin")(new_plugin_command)
 
 
 _mount_report()
