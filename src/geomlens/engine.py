@@ -25,6 +25,7 @@ from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.checkpoint import Checkpoint, Progress, RowDigest
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
+from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.distributed import (
     SINGLE_PROCESS,
     Shard,
@@ -114,7 +115,8 @@ class FeedSummary:
 
     sites: list[str]
     rows: int = 0
-    tokens: int = 0
+    #: A device tensor until read (reading it waits for the device: done once, after the loop).
+    tokens: int | torch.Tensor = 0
 
 
 def _check_columns(analyses: Sequence[Analysis], columns: Sequence[str]) -> None:
@@ -241,9 +243,9 @@ def _feed(
                     since_save = 0
     if not verified:  # everything was in the checkpoint
         verify()
-    summary = FeedSummary(sites, rows=rows_done, tokens=done.tokens + int(tokens))
+    summary = FeedSummary(sites, rows=rows_done, tokens=tokens + done.tokens)
     if checkpoint is not None:
-        done.tokens, done.complete = summary.tokens, True
+        done.tokens, done.complete = int(summary.tokens), True
         checkpoint.save(analyses, done)
     return summary
 
@@ -253,9 +255,9 @@ def stream(
     adapter: Adapter,
     dataset: Dataset | StreamedData,
     *,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     padding_side: PaddingSide = "right",
-    max_length: int | None = None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
     progress: bool | None = None,
     seed: int = 0,
     rows: np.ndarray | None = None,
@@ -309,9 +311,9 @@ def run(
     model: Any,
     data: Any = None,
     *,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     padding_side: PaddingSide = "right",
-    max_length: int | None = None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
     progress: bool | None = None,
     seed: int = 0,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -376,7 +378,7 @@ def run(
         checkpoint=saver,
     )
     gathered = gather_to_main(
-        [[a.state_dict() for a in built], summary.rows, summary.tokens], shard, adapter.device
+        [[a.state_dict() for a in built], summary.rows, int(summary.tokens)], shard, adapter.device
     )
     elapsed = time.perf_counter() - started
     results: dict[str, Result] | None = None
@@ -388,7 +390,9 @@ def run(
             "seed": seed,
             "num_examples": sum(rows for _, rows, _ in gathered),
             "num_tokens": sum(tokens for _, _, tokens in gathered),
-            "data_source": "list" if isinstance(dataset, Dataset) else dataset.describe()["source"],
+            "data_source": dataset.describe_source()
+            if isinstance(dataset, Dataset)
+            else dataset.describe()["source"],
             "batch_size": batch_size,
             "padding_side": padding_side,
             "max_length": max_length,

@@ -16,7 +16,7 @@ class StreamingMoments:
     device the data lives on.
     """
 
-    count: int = 0
+    count: int | torch.Tensor = 0
     mean: torch.Tensor | None = None
     m2: torch.Tensor | None = None
     minimum: torch.Tensor | None = None
@@ -40,11 +40,44 @@ class StreamingMoments:
         )
         self.merge(other)
 
+    def update_masked(self, values: torch.Tensor, mask: torch.Tensor) -> None:
+        """Add the rows of ``values`` ``[n, d]`` where ``mask`` ``[n]`` is true.
+
+        Nothing is read back to the host: the count stays a tensor on the device. (Selecting
+        the rows with ``values[mask]`` would have to learn their number first, which stalls a
+        GPU once per batch.)
+        """
+        if values.dim() != 2 or mask.shape != values.shape[:1]:
+            raise ValueError(
+                f"update_masked takes rows [n, d] and a mask [n]; got {tuple(values.shape)} and "
+                f"{tuple(mask.shape)}."
+            )
+        values = values.detach().to(torch.float64)
+        keep = mask.to(values.device).bool().unsqueeze(1)
+        weight = keep.to(torch.float64)
+        count = (
+            weight.sum()
+        )  # float64: exact to 2**53 rows, and divides without rounding to float32
+        mean = (values * weight).sum(dim=0) / count.clamp(min=1)
+        self.merge(
+            StreamingMoments(
+                count=count,
+                mean=mean,
+                m2=((values - mean) ** 2 * weight).sum(dim=0),
+                minimum=torch.where(keep, values, torch.inf).amin(dim=0),
+                maximum=torch.where(keep, values, -torch.inf).amax(dim=0),
+            )
+        )
+
     def merge(self, other: StreamingMoments) -> None:
-        """Fold ``other`` (statistics of disjoint rows) into this one."""
-        if other.count == 0:
+        """Fold ``other`` (statistics of disjoint rows) into this one.
+
+        Counts may be ints or device tensors (from :meth:`update_masked`); no branch here
+        depends on a device value, so merging never synchronises with a GPU.
+        """
+        if other.mean is None:
             return
-        if self.count == 0:
+        if self.mean is None:
             self.count, self.mean, self.m2 = other.count, other.mean.clone(), other.m2.clone()
             self.minimum, self.maximum = other.minimum.clone(), other.maximum.clone()
             return
@@ -55,10 +88,12 @@ class StreamingMoments:
             )
         other_mean = other.mean.to(self.mean.device)
         total = self.count + other.count
+        # Two masked batches with no real row: weights 0, and no division by zero.
+        divisor = total.clamp(min=1) if isinstance(total, torch.Tensor) else max(total, 1)
         delta = other_mean - self.mean
-        self.mean = self.mean + delta * (other.count / total)
+        self.mean = self.mean + delta * (other.count / divisor)
         self.m2 = (
-            self.m2 + other.m2.to(self.m2.device) + delta**2 * (self.count * other.count / total)
+            self.m2 + other.m2.to(self.m2.device) + delta**2 * (self.count * other.count / divisor)
         )
         self.minimum = torch.minimum(self.minimum, other.minimum.to(self.minimum.device))
         self.maximum = torch.maximum(self.maximum, other.maximum.to(self.maximum.device))

@@ -42,7 +42,7 @@ class ActivationStats(Analysis):
     def __init__(self, config: ActivationStatsConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         self.moments: dict[str, StreamingMoments] = {}
-        self.norm_sums: dict[str, float] = {}
+        self.norm_sums: dict[str, float | torch.Tensor] = {}  # a device tensor once updated
 
     def sites(self, adapter: Adapter) -> list[str]:
         site = self.config.site
@@ -52,14 +52,21 @@ class ActivationStats(Analysis):
         return [site] if isinstance(site, str) else list(site)
 
     def update(self, batch: Batch) -> None:
+        # Statistics stay on the device in float64; nothing is read back per batch (no .item(),
+        # no boolean indexing), so a GPU run never waits on this loop.
         for site in self.sites(self.context.adapter):
+            moments = self.moments.setdefault(site, StreamingMoments())
             if self.config.pooling is None:
-                rows = batch.tokens(site)
+                activation = batch.activations[site]
+                rows = activation.reshape(activation.shape[0] * activation.shape[1], -1)
+                real = batch.attention_mask.to(rows.device).reshape(-1)
+                moments.update_masked(rows, real)
+                norms = (rows.to(torch.float64).norm(dim=1) * real).sum()
             else:
                 rows = batch.pooled(site, self.config.pooling)
-            rows = rows.reshape(rows.shape[0], -1)
-            self.moments.setdefault(site, StreamingMoments()).update(rows)
-            norms = rows.to(torch.float64).norm(dim=1).sum().item()
+                rows = rows.reshape(rows.shape[0], -1)
+                moments.update(rows)
+                norms = rows.to(torch.float64).norm(dim=1).sum()
             self.norm_sums[site] = self.norm_sums.get(site, 0.0) + norms
 
     def merge(self, other: Analysis) -> None:
@@ -67,7 +74,11 @@ class ActivationStats(Analysis):
         assert isinstance(other, ActivationStats)
         for site, moments in other.moments.items():
             self.moments.setdefault(site, StreamingMoments()).merge(moments)
-            self.norm_sums[site] = self.norm_sums.get(site, 0.0) + other.norm_sums[site]
+            theirs = other.norm_sums[site]
+            mine = self.norm_sums.get(site, 0.0)
+            if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor):
+                theirs = theirs.to(mine.device)
+            self.norm_sums[site] = mine + theirs
 
     def finalize(self) -> Result:
         if not self.moments:
@@ -79,7 +90,7 @@ class ActivationStats(Analysis):
             mean = moments.mean.cpu()
             maximum = moments.maximum.cpu()
             dead = maximum <= self.config.dead_threshold
-            metrics[f"{site}.mean_norm"] = self.norm_sums[site] / moments.count
+            metrics[f"{site}.mean_norm"] = float(self.norm_sums[site]) / float(moments.count)
             metrics[f"{site}.dead_fraction"] = dead.double().mean().item()
             metrics[f"{site}.mean_variance"] = variance.mean().item()
             metrics[f"{site}.rows"] = float(moments.count)

@@ -1,0 +1,49 @@
+"""The GPU path: the engine's loop and activation-stats' update never read a device value back
+to the host per batch. Checked on PyTorch's ``meta`` device, where tensors have shapes but no
+values, so any ``.item()``, ``bool(tensor)``, ``.cpu()`` or boolean-mask selection fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import geomlens as gl
+from geomlens.analyses.activation_stats import ActivationStats
+from geomlens.engine import stream
+from geomlens.hooks.recorded import RecordedAdapter
+from geomlens.stats import StreamingMoments
+
+SITE = "blocks.0.hook_resid_post"
+
+
+def test_the_hot_loop_reads_nothing_back():
+    rng = np.random.default_rng(0)
+    activations = torch.as_tensor(rng.normal(size=(20, 5, 4)), dtype=torch.float32)
+    mask = torch.arange(5) < torch.as_tensor(rng.integers(1, 6, size=20))[:, None]
+    adapter = RecordedAdapter({SITE: activations}, attention_mask=mask, device="meta")
+    analysis = ActivationStats()
+    stream([analysis], adapter, gl.Dataset(num_rows=20), batch_size=6, progress=False)
+    assert analysis.moments[SITE].mean.device.type == "meta"
+    with pytest.raises(NotImplementedError):  # the check has teeth: selecting rows must read
+        activations.to("meta")[mask.to("meta")]
+
+
+def test_masked_moments_equal_selected_rows():
+    rng = np.random.default_rng(1)
+    values = torch.as_tensor(rng.normal(size=(30, 3)))
+    mask = torch.as_tensor(rng.random(30) < 0.6)
+    masked, selected = StreamingMoments(), StreamingMoments()
+    for part in torch.arange(30).split(7):
+        masked.update_masked(values[part], mask[part])
+        selected.update(values[part][mask[part]])
+    masked.update_masked(values[:4], torch.zeros(4, dtype=torch.bool))  # no real row at all
+    assert float(masked.count) == selected.count == int(mask.sum())
+    torch.testing.assert_close(masked.mean, values[mask].mean(0), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        masked.variance(), values[mask].var(0, correction=0), rtol=1e-12, atol=1e-12
+    )
+    torch.testing.assert_close(masked.minimum, values[mask].amin(0))
+    torch.testing.assert_close(masked.maximum, values[mask].amax(0))
+    with pytest.raises(ValueError, match="rows \\[n, d\\] and a mask \\[n\\]"):
+        masked.update_masked(values, mask[:3])
