@@ -443,3 +443,12 @@ def _mount_report() -> None:
 
 
 _mount_report()
+
+
+def _mount_sae() -> None:
+    from geomlens.sae.cli import app as sae_app
+
+    app.add_typer(sae_app, name="sae", help="Sparse autoencoders: train offline (sae-lens), cached.")
+
+
+_mount_sae()

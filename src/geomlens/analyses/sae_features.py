@@ -37,8 +37,8 @@ NEVER = np.iinfo(np.int64).max
 #: Default data sizes (rows) and truncation of ``default_data``.
 DEFAULT_CALIBRATION_ROWS = 128
 DEFAULT_HELDOUT_ROWS = 64
-DEFAULT_OOD_ROWS = 64
-DEFAULT_MAX_TOKENS = 128
+DEFAULT_OOD_ROWS = 32
+DEFAULT_MAX_TOKENS = 64
 
 
 @dataclass
@@ -319,7 +319,8 @@ class SAEFeatures(Analysis):
             state = self.states[site]
             self._count(state, latents, mask.to(latents.device), conditions)
             del latents
-            if self.output_site is not None:
+            # Calibration rows only build the pool: a batch of them needs no spliced passes.
+            if self.output_site is not None and (conditions != CALIBRATION).any():
                 self._losses(site, sae, state, batch, mask, conditions)
 
     def _count(
@@ -424,7 +425,7 @@ class SAEFeatures(Analysis):
                 else torch.full_like(model_loss, math.nan)
             )
         for row, condition in enumerate(conditions):
-            if int(predicted[row]) == 0:
+            if int(predicted[row]) == 0 or condition == CALIBRATION:
                 continue
             stats = state.conditions.setdefault(str(condition), ConditionStats())
             stats.losses.append(

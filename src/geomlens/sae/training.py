@@ -41,9 +41,9 @@ class TrainingConfig:
 
     d_sae: int = 1536
     """Dictionary size m (number of latents)."""
-    tokens: int = 60_000
-    """Activation vectors (tokens) the trainer sees in all."""
-    l1_coefficient: float = 3.0
+    tokens: int = 20_000
+    """Activation vectors (tokens) the trainer sees in all (about 2 minutes for MiniLM on CPU)."""
+    l1_coefficient: float = 10.0
     """Weight of sae-lens's L1 sparsity penalty (on activations normalised to norm √d_in)."""
     lr: float = 1e-3
     """Adam learning rate (constant)."""
@@ -110,9 +110,13 @@ def activation_batches(
     cut from them; tokens left over carry into the next chunk. Row order is reshuffled every
     cycle through the data.
     """
+    from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
     from geomlens.engine import stream
 
-    dataset = as_dataset(data)
+    # Rows are revisited in a fresh order every cycle, so a streamed source is read in once.
+    dataset = (
+        rows_to_dataset(list(as_stream(data).rows())) if is_streamed(data) else as_dataset(data)
+    )
     rng = np.random.default_rng(seed)
     leftover: torch.Tensor | None = None
     while True:
