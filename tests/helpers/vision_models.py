@@ -10,8 +10,11 @@ torchvision's Bottleneck does.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
+from helpers.tiny_models import tiny_llama, tiny_tokenizer
 from torch import nn
 
 
@@ -99,3 +102,58 @@ def blob_images(
             images.append(image)
             coordinates.append(position)
     return np.asarray(images, dtype=np.float32), np.asarray(coordinates)
+
+
+def tiny_llava(seed: int = 0) -> tuple[Any, Any]:
+    """A Llava VLM built from a config (CLIP vision tower 32×32 px, patch 8, width 32; the tiny
+    Llama of ``tiny_models`` as its language model) and its processor, whose word-level
+    tokenizer also holds the shapes task's words: ``(model, processor)``."""
+    from transformers import (
+        CLIPImageProcessorPil,
+        CLIPVisionConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tokenizer = tiny_tokenizer()
+    tokenizer.add_tokens([w for w in VLM_WORDS if w not in tokenizer.get_vocab()])
+    tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        image_size=32,
+        patch_size=8,
+        projection_dim=32,
+    )
+    text = tiny_llama()[0].config
+    text.vocab_size = len(tokenizer)
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config).eval()
+    images = CLIPImageProcessorPil(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    )
+    processor = LlavaProcessor(
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        image_token=IMAGE_TOKEN,
+    )
+    return model, processor
+
+
+IMAGE_TOKEN = "<image>"
+#: The words of the shapes task's prompt and answers.
+VLM_WORDS = ("which", "shape", "is", "closest", "to", "the", "red", "cross", "?", ":", "answer")
+VLM_WORDS += ("circle", "square", "triangle", "star")
