@@ -33,6 +33,7 @@ from geomlens.distributed import (
     current_shard,
     gather_to_main,
 )
+from geomlens.finite_check import NonFiniteWatch
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
@@ -170,6 +171,12 @@ def _feed(
     sized = isinstance(data, Dataset)
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    if max_length is not None and max_length < 1:
+        raise ValueError(
+            f"max_length must be at least 1 token, got {max_length}; pass None to keep every token."
+        )
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}.")
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
@@ -207,6 +214,7 @@ def _feed(
         leave=False,
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
+    finite = NonFiniteWatch()
     shown_at = time.monotonic()
     since_save, rows_done = 0, done.rows
     with bar:
@@ -223,6 +231,7 @@ def _feed(
             if not sized:
                 inputs = dataclasses.replace(inputs, index=global_rows)
             batch = Batch(adapter.capture(inputs, sites), inputs, chunk.column_batch(index))
+            finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
             for analysis in analyses:
                 analysis.update(batch)
             tokens += inputs.attention_mask.sum()
@@ -239,10 +248,12 @@ def _feed(
                 if since_save >= checkpoint.every:
                     done.tokens += int(tokens)
                     tokens.zero_()
+                    finite.raise_if_any()  # never checkpoint a state holding NaN
                     checkpoint.save(analyses, done)
                     since_save = 0
     if not verified:  # everything was in the checkpoint
         verify()
+    finite.raise_if_any()
     summary = FeedSummary(sites, rows=rows_done, tokens=tokens + done.tokens)
     if checkpoint is not None:
         done.tokens, done.complete = int(summary.tokens), True

@@ -48,8 +48,19 @@ def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     over ``path`` in one step. On any error the temporary file is removed and ``path`` is left
     as it was."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    if target.is_dir():
+        raise IsADirectoryError(
+            f"Cannot write {target}: it is a directory; give a file path inside it."
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    except OSError as error:
+        # Say which file could not be written and what to do, keeping the error's type.
+        raise type(error)(
+            error.errno,
+            f"Cannot write {target} ({error.strerror}); choose a folder you can write to",
+        ) from error
     os.close(fd)
     try:
         yield tmp

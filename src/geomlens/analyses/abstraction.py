@@ -31,9 +31,11 @@ ALPHA_COLUMNS = ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null", "alpha_
 
 @dataclass
 class AbstractionConfig(ConceptConfig):
-    n_bootstrap: int = option(1000, "Bootstrap resamples of contexts for the confidence interval.")
-    n_shuffles: int = option(200, "Label shuffles for the null distribution of α.")
-    confidence: float = option(0.95, "Confidence level of the bootstrap interval.")
+    n_bootstrap: int = option(
+        1000, "Bootstrap resamples of contexts for the confidence interval.", low=0
+    )
+    n_shuffles: int = option(200, "Label shuffles for the null distribution of α.", low=0)
+    confidence: float = option(0.95, "Confidence level of the bootstrap interval.", low=0, high=1)
 
 
 def abstraction_table(state: ConceptState, config: AbstractionConfig, seed: int) -> list[dict]:

@@ -22,13 +22,24 @@ from geomlens.hooks.pooling import pool_tokens
 from geomlens.results import Result
 
 
-def option(default: Any, help: str, **kwargs: Any) -> Any:
-    """A config field with a description (shown by ``geomlens list --verbose`` and in docs)."""
+def option(
+    default: Any,
+    help: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A config field with a description (shown by ``geomlens list --verbose`` and in docs).
+
+    ``low`` / ``high`` (inclusive) and ``choices`` are checked, with the type the field is
+    annotated with, when the analysis is built, so a bad value fails there naming the option.
+    """
+    metadata = {"help": help, "low": low, "high": high, "choices": choices}
     if isinstance(default, (list, dict, set)):
-        return field(
-            default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs
-        )
-    return field(default=default, metadata={"help": help}, **kwargs)
+        return field(default_factory=lambda: type(default)(default), metadata=metadata, **kwargs)
+    return field(default=default, metadata=metadata, **kwargs)
 
 
 @dataclass

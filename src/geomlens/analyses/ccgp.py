@@ -39,8 +39,9 @@ class CCGPConfig(ConceptConfig):
         20,
         "Past this many contexts, hold contexts out in this many groups instead of one at a "
         "time (0: always leave one context out).",
+        low=0,
     )
-    folds: int = option(5, "Folds of the within-context cross-validation.")
+    folds: int = option(5, "Folds of the within-context cross-validation.", low=2)
     inverse_regularisation: float = option(1.0, "C of the logistic-regression probe.")
 
 
@@ -51,6 +52,14 @@ def ccgp_tables(
     per_task, per_split = [], []
     for site in state.sites():
         for task in state.tasks():
+            # A binary concept seen in two or more contexts, or a message saying what is wrong.
+            _, contexts, _ = state.class_means(site, task)
+            if len(contexts) < 2:
+                raise ValueError(
+                    f"CCGP of task {str(task)!r} needs at least two contexts that hold both of "
+                    "its concept values (a probe trained on some contexts is tested on another); "
+                    f"it has {[str(x) for x in contexts] or 'none'}. Add rows in more contexts."
+                )
             rows, concept, context = state.pooled(site, task)
             summary, splits = ccgp_scores(
                 rows,

@@ -148,7 +148,8 @@ class ConceptState:
         concepts = sorted({c for c, _ in cells})
         if len(concepts) != 2:
             raise ValueError(
-                f"Task {task!r} has concept values {concepts}; a concept is binary, so each task "
+                f"Task {str(task)!r} has concept values {[str(c) for c in concepts]}; a concept "
+                "is binary, so each task "
                 "needs exactly two values (give other values their own task)."
             )
         contexts = sorted({x for c, x in cells if all((v, x) in cells for v in concepts)})

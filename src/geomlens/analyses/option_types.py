@@ -19,6 +19,10 @@ class OptionTypeError(TypeError, ValueError):
     """An analysis option whose value does not have the type its config declares."""
 
 
+class OptionValueError(ValueError):
+    """An analysis option outside the range (or the choices) its config declares."""
+
+
 def _describe(annotation: Any) -> str:
     """Plain words for a type annotation ('a float', 'a string or a list of strings', ...)."""
     origin = typing.get_origin(annotation)
@@ -89,3 +93,26 @@ def check_option_types(analysis_name: str, config: Any) -> None:
             )
         if annotation is float and isinstance(value, int):
             object.__setattr__(config, config_field.name, float(value))
+        _check_range(analysis_name, config_field, value)
+
+
+def _check_range(analysis_name: str, config_field: dataclasses.Field, value: Any) -> None:
+    """The bounds and choices an ``option(..., low=, high=, choices=)`` declared."""
+    low, high = config_field.metadata.get("low"), config_field.metadata.get("high")
+    choices = config_field.metadata.get("choices")
+    name = f"Option {config_field.name!r} of analysis {analysis_name!r}"
+    if choices is not None and value not in choices:
+        raise OptionValueError(
+            f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}."
+        )
+    numbers = value if isinstance(value, (list, tuple)) else [value]
+    for number in numbers:
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
+            continue  # None and non-numbers: the type check above has judged them
+        if (low is not None and number < low) or (high is not None and number > high):
+            bounds = (
+                f"between {low:g} and {high:g}"
+                if low is not None and high is not None
+                else (f"at least {low:g}" if low is not None else f"at most {high:g}")
+            )
+            raise OptionValueError(f"{name} must be {bounds}; got {number!r}.")

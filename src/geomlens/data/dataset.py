@@ -126,6 +126,8 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
         raise ValueError(
             f"A mapping given as data needs a 'text' or 'token_ids' column; got columns {sorted(data)}."
         )
+    if isinstance(data, Sequence) and len(data) == 0:
+        raise ValueError("The data is empty; give at least one example (e.g. a list of texts).")
     if isinstance(data, Sequence) and len(data) > 0:
         if all(isinstance(x, str) for x in data):
             return Dataset(texts=list(data))
