@@ -4,6 +4,8 @@ moves a net from the identification corner toward generalisation (the seed's CNN
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -68,3 +70,15 @@ def test_similarity_loss_trades_identification_for_generalisation():
     identification, similarity = points[0.0], points[1.0]
     assert identification.p_i > similarity.p_i + 0.02
     assert similarity.p_s > identification.p_s + 0.05
+
+
+def test_the_tutorial_runs_top_to_bottom_with_small_parameters(tmp_path, monkeypatch):
+    """tutorials/digits_tradeoff.py as a script, its parameters cell swapped for a quick run."""
+    source = (Path(__file__).parents[1] / "tutorials" / "digits_tradeoff.py").read_text()
+    head, rest = source.split('# %% tags=["parameters"]\n', 1)
+    _, tail = rest.split("\n# %%", 1)
+    figure = tmp_path / "front.png"
+    parameters = f"SIMILARITY_WEIGHTS = [0.0, 1.0]\nEPOCHS = 2\nWIDTH = 4\nSEED = 0\nFIGURE = {str(figure)!r}\n"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(head + parameters + "\n# %%" + tail, "digits_tradeoff.py", "exec"), {})
+    assert figure.stat().st_size > 5_000
