@@ -19,6 +19,7 @@ from geomlens.analyses.concept_geometry import (
     ConceptConfig,
     ConceptState,
     abstraction_scores,
+    legend_with_styles,
     plot_by_layer,
     site_averages,
     task_rng,
@@ -79,10 +80,10 @@ class Abstraction(ConceptAnalysis):
         figure, axis = plt.subplots(figsize=(7, 4))
         rows = result.tables["per_task"]
         plot_by_layer(axis, rows, "alpha", band=("alpha_ci_low", "alpha_ci_high"))
-        plot_by_layer(axis, rows, "alpha_null_p95", linestyle=":", label_suffix=" null 95%")
+        plot_by_layer(axis, rows, "alpha_null_p95", linestyle=":", labelled=False)
         axis.axhline(0, color="grey", lw=0.5)
         axis.set_ylabel("abstraction cosine α")
-        axis.legend(fontsize=7, ncol=2)
+        legend_with_styles(axis, {"α (band: CI)": "-", "shuffle null, 95th pct": ":"})
         figure.suptitle(f"abstraction · {result.provenance.get('model_id', '')}")
         figure.tight_layout()
         return figure

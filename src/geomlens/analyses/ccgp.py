@@ -24,6 +24,7 @@ from geomlens.analyses.concept_geometry import (
     ConceptConfig,
     ConceptState,
     ccgp_scores,
+    legend_with_styles,
     plot_by_layer,
     site_averages,
 )
@@ -75,11 +76,10 @@ def ccgp_tables(
     return per_task, per_split
 
 
-def plot_ccgp(axis: Any, rows: list[dict], suffix: str = "", linestyle: str = "-") -> None:
-    """CCGP per task by layer, with the within-context accuracy dotted beside it."""
-    plot_by_layer(axis, rows, "ccgp", linestyle=linestyle, label_suffix=f" CCGP{suffix}")
-    axis.set_prop_cycle(None)  # each task keeps its colour
-    plot_by_layer(axis, rows, "within_context_accuracy", linestyle=":", label_suffix=" within")
+def plot_ccgp(axis: Any, rows: list[dict]) -> None:
+    """CCGP per task by layer (solid), with the within-context accuracy dotted beside it."""
+    plot_by_layer(axis, rows, "ccgp")
+    plot_by_layer(axis, rows, "within_context_accuracy", linestyle=":", labelled=False)
     axis.axhline(0.5, color="grey", lw=0.5)
     axis.set_ylabel("probe accuracy")
 
@@ -106,7 +106,7 @@ class CCGP(ConceptAnalysis):
 
         figure, axis = plt.subplots(figsize=(7, 4))
         plot_ccgp(axis, result.tables["per_task"])
-        axis.legend(fontsize=7, ncol=2)
+        legend_with_styles(axis, {"CCGP": "-", "within-context": ":"})
         figure.suptitle(f"ccgp · {result.provenance.get('model_id', '')}")
         figure.tight_layout()
         return figure

@@ -26,6 +26,7 @@ from geomlens.analyses.concept_geometry import (
     ConceptState,
     concept_sites,
     default_concept_data,
+    legend_with_styles,
     plot_by_layer,
     site_averages,
 )
@@ -281,20 +282,15 @@ class LinearizationEffect(Analysis):
 
         rows = result.tables["per_task"]
         by_condition = {c: [r for r in rows if r["condition"] == c] for c in CONDITIONS}
-        figure, (ax_alpha, ax_ccgp) = plt.subplots(1, 2, figsize=(12, 4.5))
+        figure, (ax_alpha, ax_ccgp) = plt.subplots(1, 2, figsize=(13, 4.5))
         plot_by_layer(ax_alpha, by_condition["base"], "alpha")
-        ax_alpha.set_prop_cycle(None)
-        plot_by_layer(ax_alpha, by_condition["linearized"], "alpha", linestyle="--",
-                      label_suffix=" linearised")  # fmt: skip
+        plot_by_layer(ax_alpha, by_condition["linearized"], "alpha", linestyle="--", labelled=False)
         ax_alpha.set_ylabel("abstraction cosine α")
-        ax_alpha.set_title("α by layer: base (solid) vs linearised (dashed)", fontsize=9)
-        ax_alpha.legend(fontsize=6, ncol=2)
+        ax_alpha.set_title("α by layer", fontsize=9)
         plot_ccgp(ax_ccgp, by_condition["base"])
-        ax_ccgp.set_prop_cycle(None)
-        plot_by_layer(ax_ccgp, by_condition["linearized"], "ccgp", linestyle="--",
-                      label_suffix=" CCGP linearised")  # fmt: skip
-        ax_ccgp.set_title("CCGP (solid/dashed) beside within-context accuracy (dotted)", fontsize=9)
-        ax_ccgp.legend(fontsize=6, ncol=2)
+        plot_by_layer(ax_ccgp, by_condition["linearized"], "ccgp", linestyle="--", labelled=False)
+        ax_ccgp.set_title("CCGP beside within-context accuracy (base)", fontsize=9)
+        legend_with_styles(ax_ccgp, {"base": "-", "linearised": "--", "within-context (base)": ":"})
         info = (result.tables.get("linearization") or [{}])[0]
         figure.suptitle(
             f"linearization-effect · {result.provenance.get('model_id', '')} · layers "
