@@ -253,11 +253,34 @@ def test_behavioural_mode_end_to_end_on_both_backends(tiny_lm):
 def test_multi_token_options_are_refused_or_scored_by_first_token(tiny_lm):
     model, tokenizer = tiny_lm
     adapter = NNsightAdapter(model, tokenizer=tokenizer)
-    prompts = _word_prompts(option_prefix=" the ")
+    prompts = _word_prompts(
+        option_prefix=" ",
+    )
+    prompts.columns["options"] = np.array(
+        [[o + " year" for o in row] for row in prompts.columns["options"]] + [None], dtype=object
+    )[:-1]
     with pytest.raises(ValueError, match="first_token=True"):
         gl.run("similarity", adapter, prompts, mode="behavioural", progress=False)
     result = gl.run(
         "similarity", adapter, prompts, mode="behavioural", first_token=True, progress=False
     )
     assert result["logits.first_token_options"] == 10
-    assert result.tables["first_token_options"][0] == {"option": " the eight"}
+    assert result.tables["first_token_options"][0] == {"option": " eight year"}
+    # Options that share their first token cannot be told apart: refused, with first_token too.
+    shared = _word_prompts(option_prefix=" the ")
+    with pytest.raises(ValueError, match="share a scoring token"):
+        gl.run("similarity", adapter, shared, mode="behavioural", first_token=True, progress=False)
+
+
+def test_behavioural_mode_needs_an_lm_head():
+    from helpers.tiny_models import tiny_bert
+
+    model, tokenizer = tiny_bert()
+    with pytest.raises(ValueError, match="no LM head"):
+        gl.run(
+            "similarity",
+            NNsightAdapter(model, tokenizer=tokenizer),
+            _word_prompts(),
+            mode="behavioural",
+            progress=False,
+        )

@@ -51,6 +51,12 @@ class ChoiceRecords:
                 ids = [self._option_token(o, tokenizer, first_token) for o in options]
             if len(ids) != len(options) or len(ids) < 1:
                 raise ValueError(f"Row {index}: {len(options)} options but {len(ids)} token ids.")
+            if len(set(ids)) < len(ids):
+                raise ValueError(
+                    f"Row {index}: options {options} share a scoring token (ids {ids}), so the "
+                    "model's choice between them cannot be read; use options whose (first) "
+                    "tokens differ."
+                )
             chosen = log_probs[row, ids]
             self.index.append(int(index))
             self.test.append(_test_name(columns["test"][row]))

@@ -116,6 +116,12 @@ class Similarity(Analysis):
         if site is not None:
             return [site] if isinstance(site, str) else list(site)
         if self.config.mode == "behavioural":
+            if LOGITS_SITE not in adapter.sites():
+                raise ValueError(
+                    f"Behavioural similarity reads the model's output logits (site "
+                    f"{LOGITS_SITE!r}), which {adapter.model_id!r} does not offer: it has no LM "
+                    "head. Use a causal LM, or mode='representational'."
+                )
             return [LOGITS_SITE]
         defaults = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
         return defaults or adapter.sites()
