@@ -41,7 +41,7 @@ def adapter():
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_two_ranks_equal_one_process(name, two_process_results, adapter):
     recipe = RECIPES[name]
-    expected = gl.run(name, adapter, recipe.rows(), batch_size=recipe.batch_size, **recipe.options)
+    expected = gl.run(name, adapter, recipe.rows(), **recipe.run_options())
     for kind in ("sized", "streamed"):
         got = gl.Result.from_json(two_process_results / f"{name}.{kind}.json")
         assert_same_results(got, expected, tolerance=1e-6)

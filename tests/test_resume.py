@@ -32,7 +32,7 @@ def rows_then_failure(rows, fail_at):
 def test_interrupted_source_resumes_to_the_uninterrupted_result(name, adapter, tmp_path):
     recipe = RECIPES[name]
     rows = recipe.rows()
-    options = {"batch_size": recipe.batch_size, **recipe.options}
+    options = recipe.run_options()
     expected = gl.run(name, adapter, rows, **options)
     checkpoint = tmp_path / "ckpt"
     fail_at = 3 * recipe.batch_size + 1  # three batches done, the fourth never completes

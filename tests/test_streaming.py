@@ -42,7 +42,7 @@ def test_streamed_sources_equal_a_list(name, model, tmp_path):
     rows = recipe.rows()
 
     def go(data):
-        return gl.run(name, adapter, data, batch_size=recipe.batch_size, **recipe.options)
+        return gl.run(name, adapter, data, **recipe.run_options())
 
     expected = go(rows)
     sources = {

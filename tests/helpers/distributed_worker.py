@@ -24,7 +24,7 @@ def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str
         adapter = gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
         for name, recipe in RECIPES.items():
             rows = recipe.rows()
-            options = {"batch_size": recipe.batch_size, **recipe.options}
+            options = recipe.run_options()
             sized = gl.run(name, adapter, rows, **options)
             streamed = gl.run(name, adapter, (row for row in rows), **options)
             if rank == 0:

@@ -56,6 +56,43 @@ def concept_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def coordinate_rows() -> list[dict[str, Any]]:
+    """Number words with their value as the coordinate, in two templates."""
+    words = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    templates = ("it happened in the year [[{}]] .", "the cat sat on the mat in year [[{}]] .")
+    return [
+        {"text": template.format(word), "coordinate": value}
+        for template in templates
+        for value, word in enumerate(words, start=1)
+    ]
+
+
+def condition_rows() -> list[dict[str, Any]]:
+    """Calibration and held-out text and one out-of-distribution condition (shuffled words)."""
+    texts = [row["text"] for row in corpus_rows(24)]
+    rows = [{"text": t, "condition": "calibration"} for t in texts[:12]]
+    rows += [{"text": t, "condition": "heldout"} for t in texts[12:]]
+    rows += [{"text": " ".join(sorted(t.split())), "condition": "sorted_words"} for t in texts[12:]]
+    return rows
+
+
+def tiny_sae() -> dict[str, Any]:
+    """A seeded sae-lens SAE (width 64) on the tiny GPT-2's last residual stream."""
+    import torch
+    from sae_lens.saes.sae import SAEMetadata
+    from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+
+    torch.manual_seed(0)
+    config = StandardSAEConfig(
+        d_in=32, d_sae=64, metadata=SAEMetadata(hook_name="blocks.1.hook_resid_post")
+    )
+    sae = StandardSAE(config)
+    with torch.no_grad():
+        for parameter in sae.parameters():
+            parameter.normal_(0.0, 0.3)
+    return {"sae": sae.eval()}
+
+
 @dataclass(frozen=True)
 class Recipe:
     """Options for the analysis and a builder of its rows."""
@@ -63,12 +100,23 @@ class Recipe:
     rows: Callable[[], list[dict[str, Any]]]
     options: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 4
+    #: Options built afresh for each run (objects such as an SAE), merged over ``options``.
+    built_options: Callable[[], dict[str, Any]] | None = None
+
+    def run_options(self) -> dict[str, Any]:
+        """``batch_size`` and every option of the analysis, ready for ``gl.run``."""
+        extra = self.built_options() if self.built_options is not None else {}
+        return {"batch_size": self.batch_size, **self.options, **extra}
 
 
 RECIPES: dict[str, Recipe] = {
     "activation-stats": Recipe(corpus_rows),
     "abstraction": Recipe(concept_rows, {"n_bootstrap": 20, "n_shuffles": 10}),
     "ccgp": Recipe(concept_rows, {"folds": 3}),
+    "linearization-effect": Recipe(concept_rows, {"n_bootstrap": 20, "n_shuffles": 10}),
+    "similarity": Recipe(coordinate_rows),
+    "resolution": Recipe(coordinate_rows, {"bootstrap": 20}),
+    "sae-features": Recipe(condition_rows, built_options=tiny_sae),
 }
 
 
@@ -98,6 +146,8 @@ def assert_same_results(got: Any, expected: Any, tolerance: float = 1e-6) -> Non
 
 def _close(a: Any, b: Any, tolerance: float) -> bool:
     if isinstance(b, float) and isinstance(a, (int, float)):
+        if a == b:  # also equal infinities
+            return True
         if math.isnan(b):
             return math.isnan(a)
         return abs(a - b) <= tolerance * max(1.0, abs(b))

@@ -192,35 +192,20 @@ class SAEFeatures(Analysis):
         """Calibration and held-out English (disjoint parts of the bundled corpus) and three OOD
         sets: uniform random token ids and 15 % replaced tokens (both made from the held-out
         rows, so lengths match), and Python standard-library source."""
-        from geomlens.data.corpus import corpus_split
-        from geomlens.data.ood import python_source_chunks, random_token_rows, replace_tokens
+        from geomlens.data.ood import feature_explosion_data
 
-        tokenizer = adapter.tokenizer
-        if tokenizer is None:
+        if adapter.tokenizer is None:
             raise ValueError(
                 f"sae-features' default data is text, and model {adapter.model_id!r} has no "
                 "tokenizer; pass data with token_ids and a 'condition' column."
             )
-
-        def encode(texts: list[str]) -> list[list[int]]:
-            ids = tokenizer(texts, truncation=True, max_length=DEFAULT_MAX_TOKENS)["input_ids"]
-            return [list(map(int, row)) for row in ids]
-
-        calibration = encode(corpus_split(CALIBRATION, DEFAULT_CALIBRATION_ROWS))
-        heldout = encode(corpus_split(HELDOUT, DEFAULT_HELDOUT_ROWS))
-        source = heldout[:DEFAULT_OOD_ROWS]
-        special = list(getattr(tokenizer, "all_special_ids", []) or [])
-        vocab = len(tokenizer)
-        conditions = {
-            CALIBRATION: calibration,
-            HELDOUT: heldout,
-            "random_tokens": random_token_rows(source, vocab, special_ids=special, seed=1),
-            "replaced_15pct": replace_tokens(source, 0.15, vocab, special_ids=special, seed=2),
-            "python_source": encode(python_source_chunks(DEFAULT_OOD_ROWS)),
-        }
-        rows = [row for part in conditions.values() for row in part]
-        labels = [name for name, part in conditions.items() for _ in part]
-        return {"token_ids": rows, "condition": labels}
+        return feature_explosion_data(
+            adapter.tokenizer,
+            calibration_rows=DEFAULT_CALIBRATION_ROWS,
+            heldout_rows=DEFAULT_HELDOUT_ROWS,
+            ood_rows=DEFAULT_OOD_ROWS,
+            max_tokens=DEFAULT_MAX_TOKENS,
+        )
 
     def _default_site(self, adapter: Adapter) -> str:
         if self.config.site is not None:
@@ -438,6 +423,13 @@ class SAEFeatures(Analysis):
             )
 
     # -- merge and finalise --------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The counts, without the SAE modules: those come from the config (``setup`` loads
+        them on every rank and on resume) and sae-lens SAEs do not pickle."""
+        state = super().state_dict()
+        state.pop("saes", None)
+        return state
+
     def merge(self, other: Analysis) -> None:
         self._check_mergeable(other)
         assert isinstance(other, SAEFeatures)
