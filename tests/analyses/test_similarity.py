@@ -253,12 +253,10 @@ def test_behavioural_mode_end_to_end_on_both_backends(tiny_lm):
 def test_multi_token_options_are_refused_or_scored_by_first_token(tiny_lm):
     model, tokenizer = tiny_lm
     adapter = NNsightAdapter(model, tokenizer=tokenizer)
-    prompts = _word_prompts(
-        option_prefix=" ",
-    )
-    prompts.columns["options"] = np.array(
-        [[o + " year" for o in row] for row in prompts.columns["options"]] + [None], dtype=object
-    )[:-1]
+    prompts = _word_prompts()
+    two_tokens = np.empty(len(prompts.texts), dtype=object)  # " eight year": two words
+    two_tokens[:] = [[o + " year" for o in row] for row in prompts.columns["options"]]
+    prompts.columns["options"] = two_tokens
     with pytest.raises(ValueError, match="first_token=True"):
         gl.run("similarity", adapter, prompts, mode="behavioural", progress=False)
     result = gl.run(
