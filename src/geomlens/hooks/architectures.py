@@ -79,6 +79,11 @@ class ArchitectureTable:
     positions: PositionNumbering = "from_zero"
     refused: Mapping[str, str] = field(default_factory=dict)
     shared_block: bool = False
+    #: Post-LayerNorm blocks (BERT): sub-layer outputs are normalised with the residual, so the
+    #: sites do not add up.
+    post_ln: bool = False
+    #: A block that offers no resid_mid is parallel (attention and MLP read the same input).
+    parallel: bool = False
     #: The padding index positions are numbered after, when the family fixes it (MPNet: 1)
     #: rather than reading the config's ``pad_token_id``.
     padding_idx: int | None = None
@@ -178,6 +183,7 @@ GPT_NEOX = ArchitectureTable(
         ),
     },
     note="hook_resid_mid only without a parallel residual (use_parallel_residual=False).",
+    parallel=True,
 )
 
 _GATED_BLOCK = _pre_ln_block(
@@ -240,6 +246,7 @@ BERT = ArchitectureTable(
         "hook_resid_post": SiteRead(""),
     },
     note="post-LN: resid_mid is the attention LayerNorm's output, resid_post the block output.",
+    post_ln=True,
 )
 
 # The RoBERTa family is BERT's block with positions numbered from padding_idx + 1.
@@ -264,6 +271,7 @@ MPNET = ArchitectureTable(
         "hook_resid_mid": SiteRead("attention.LayerNorm"),
     },
     note=BERT.note,
+    post_ln=True,
     positions="after_padding_idx",
     padding_idx=1,  # fixed in MPNet's embeddings, whatever the config's pad_token_id
 )
@@ -282,6 +290,7 @@ DISTILBERT = ArchitectureTable(
         "hook_resid_post": SiteRead(""),
     },
     note=BERT.note,
+    post_ln=True,
 )
 # ALBERT runs one shared layer (group 0, layer 0) num_hidden_layers times; its sites are per
 # application. Its embedding (embedding_size wide) is projected to hidden_size before block 0.
@@ -302,6 +311,7 @@ ALBERT = ArchitectureTable(
     note="one shared layer run num_hidden_layers times: block L is its L-th application; "
     "post-LN like BERT; one layer group with one inner layer only.",
     shared_block=True,
+    post_ln=True,
     config_requires=(("num_hidden_groups", 1), ("inner_group_num", 1)),
 )
 # T5-style encoders: relative attention biases (no position ids), pre-RMSNorm sublayers each
@@ -339,6 +349,7 @@ STABLELM = ArchitectureTable(
         ),
     },
     note="hook_resid_mid only without a parallel residual (use_parallel_residual=False).",
+    parallel=True,
 )
 STARCODER2 = ArchitectureTable(
     family="starcoder2",
@@ -461,6 +472,7 @@ PHI = ArchitectureTable(
     block=_parallel_block(attn="self_attn", mlp="mlp", mlp_pre="mlp.fc1", mlp_post="mlp.fc2"),
     note=_PARALLEL_NOTE,
     refused=_NO_MID,
+    parallel=True,
 )
 GPTJ = ArchitectureTable(
     family="gptj",
@@ -470,6 +482,7 @@ GPTJ = ArchitectureTable(
     block=_parallel_block(attn="attn", mlp="mlp", mlp_pre="mlp.fc_in", mlp_post="mlp.fc_out"),
     note=_PARALLEL_NOTE,
     refused=_NO_MID,
+    parallel=True,
 )
 COHERE = ArchitectureTable(
     family="cohere",
@@ -481,6 +494,7 @@ COHERE = ArchitectureTable(
     ),
     note=_PARALLEL_NOTE,
     refused=_NO_MID,
+    parallel=True,
 )
 # Falcon is parallel by default (parallel_attn=True, or new_decoder_architecture); the MLP's
 # output is then summed with the attention output in place, after it was read here.
@@ -503,6 +517,7 @@ FALCON = ArchitectureTable(
         ),
     },
     note="hook_resid_mid only for a sequential block (parallel_attn=False).",
+    parallel=True,
 )
 
 # Mixture-of-experts blocks: the MLP is a router over experts (plus a shared expert for

@@ -70,6 +70,9 @@ SITE_OVERRIDES: dict[str, dict[str, str]] = {
     "BloomArchitectureAdapter": {"hook_embed": "embed.hook_out"},
 }
 
+#: Bridges of post-LayerNorm models, whose sub-layer sites do not add up.
+POST_LN_BRIDGES = frozenset({"BertArchitectureAdapter"})
+
 #: Architectures whose TransformerLens bridge computes other numbers than the model itself:
 #: refused at attach, with the measurement. (Measured on tiny seeded models, TransformerLens
 #: 3.9 / transformers 5: see docs/architectures.md.)
@@ -209,6 +212,10 @@ class TransformerLensAdapter(Adapter):
 
     def hook_points(self) -> dict[str, HookPoint]:
         """Each canonical site this model offers, with the HookPoint that holds it."""
+        points, _ = self._points_and_refusals()
+        return points
+
+    def _points_and_refusals(self) -> tuple[dict[str, HookPoint], dict[str, str]]:
         # Read afresh each time: enable_compatibility_mode() rebuilds the bridge's registry.
         hook_dict = self.model.hook_dict
         renamed = {
@@ -216,17 +223,40 @@ class TransformerLensAdapter(Adapter):
             for site, hook in self._overrides().items()
             for layer in range(self.n_layers)
         }
-        # An attention-only HookedTransformer still registers hook_mlp_out, which never fires.
-        attn_only = getattr(self.model.cfg, "attn_only", False)
-        refused = self.refused_sites()
+        cfg = self.model.cfg
+        refused: dict[str, str] = {}
+        if self.is_mixture_of_experts:
+            # TransformerLens's MoE hook_pre / hook_post hold the MLP's input and output.
+            for layer in range(self.n_layers):
+                refused[f"blocks.{layer}.mlp.hook_pre"] = MOE_REASON
+                refused[f"blocks.{layer}.mlp.hook_post"] = MOE_REASON
         points = {}
         for site in canonical_sites(self.n_layers):
             name = renamed.get(site, site)
             if site in refused:
                 continue
-            if name in hook_dict and not (attn_only and site.endswith("hook_mlp_out")):
+            if getattr(cfg, "attn_only", False) and ("mlp" in site):
+                # An attention-only HookedTransformer still registers hook_mlp_out, never fired.
+                refused[site] = "an attention-only model has no MLP"
+            elif name in hook_dict:
                 points[site] = hook_dict[name]
-        return points
+            elif site.endswith("hook_resid_mid") and getattr(cfg, "parallel_attn_mlp", False):
+                refused[site] = (
+                    "parallel residual: attention and MLP read the same input, so no hook_resid_mid"
+                )
+            else:
+                refused[site] = f"TransformerLens registers no hook {name!r} for this model"
+        if not self.has_lm_head:
+            refused[LOGITS_SITE] = "the bridged model has no LM head (no unembed component)"
+        return points, refused
+
+    def residual_layout(self) -> str | None:
+        """How the sub-layer sites compose (see :meth:`NNsightAdapter.residual_layout`)."""
+        if self.is_bridge and type(self.model.adapter).__name__ in POST_LN_BRIDGES:
+            return "post_ln"
+        if "blocks.0.hook_resid_mid" in self.hook_points():
+            return "sequential"
+        return "parallel" if getattr(self.model.cfg, "parallel_attn_mlp", False) else None
 
     @property
     def is_mixture_of_experts(self) -> bool:
@@ -234,14 +264,7 @@ class TransformerLensAdapter(Adapter):
         return any((getattr(cfg, name, None) or 0) > 1 for name in EXPERT_COUNT_FIELDS)
 
     def refused_sites(self) -> dict[str, str]:
-        refused: dict[str, str] = {}
-        if self.is_mixture_of_experts:
-            # TransformerLens's MoE hook_pre / hook_post hold the MLP's input and output.
-            for layer in range(self.n_layers):
-                refused[f"blocks.{layer}.mlp.hook_pre"] = MOE_REASON
-                refused[f"blocks.{layer}.mlp.hook_post"] = MOE_REASON
-        if not self.has_lm_head:
-            refused[LOGITS_SITE] = "the bridged model has no LM head (no unembed component)"
+        _, refused = self._points_and_refusals()
         return refused
 
     @property
