@@ -1,5 +1,6 @@
 """Data containers and the stimulus sets shipped with geomlens."""
 
 from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.data.stimuli import StimulusSet, load_stimuli, render
 
-__all__ = ["Dataset", "as_dataset"]
+__all__ = ["Dataset", "StimulusSet", "as_dataset", "load_stimuli", "render"]
