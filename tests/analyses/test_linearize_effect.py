@@ -136,6 +136,13 @@ def test_recorded_activations_are_refused_before_any_batch():
         gl.run("linearization-effect", recorded, data)
 
 
+def test_running_inside_a_linearisation_is_refused():
+    model, tokenizer = tiny_gpt2()
+    adapter = gl.attach(model, tokenizer=tokenizer)
+    with pytest.raises(ValueError, match="outside adapter.linearize"), adapter.linearize([1]):
+        gl.run("linearization-effect", adapter, tiny_concepts())
+
+
 def test_transformer_lens_and_nnsight_agree_on_alpha_and_ccgp():
     model, tokenizer = tiny_gpt2()
     data = tiny_concepts()

@@ -31,7 +31,12 @@ from geomlens.analyses.concept_geometry import (
     site_averages,
 )
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
-from geomlens.hooks.linearize import MODES, activation_targets, mean_pre_activations
+from geomlens.hooks.linearize import (
+    MODES,
+    activation_targets,
+    active_linearizations,
+    mean_pre_activations,
+)
 from geomlens.hooks.pooling import pool_tokens
 from geomlens.registry import register_analysis
 from geomlens.results import Result
@@ -117,6 +122,12 @@ class LinearizationEffect(Analysis):
     def setup(self, context: RunContext) -> None:
         super().setup(context)
         adapter = context.adapter
+        if active_linearizations(adapter):
+            raise ValueError(
+                "linearization-effect compares the model with and without linearisation itself; "
+                "run it outside adapter.linearize (without --linearize) and choose the layers "
+                "with its layers= option."
+            )
         # Refuse an unlinearisable model (recorded data, no elementwise MLP activation) here,
         # before the first forward pass.
         targets = activation_targets(adapter, self._layers(adapter))
