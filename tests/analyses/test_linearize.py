@@ -12,6 +12,7 @@ import pytest
 import torch
 from helpers.tiny_models import (
     tiny_bert,
+    tiny_decoder,
     tiny_gpt2,
     tiny_hooked_transformer,
     tiny_llama,
@@ -29,6 +30,7 @@ HF_MODELS = {
     "gpt2": (tiny_gpt2, "transformer.h.{}.mlp.act"),
     "bert": (tiny_bert, "encoder.layer.{}.intermediate.intermediate_act_fn"),
     "llama": (tiny_llama, "model.layers.{}.mlp.act_fn"),
+    "gemma": (lambda: tiny_decoder("gemma"), "model.layers.{}.mlp.act_fn"),  # GeGLU
 }
 BACKENDS = ("nnsight", "transformer-lens")
 
@@ -51,7 +53,12 @@ def silu_derivative(x: torch.Tensor) -> torch.Tensor:
     return sigmoid * (1 + x * (1 - sigmoid))
 
 
-DERIVATIVES = {"gpt2": gelu_tanh_derivative, "bert": gelu_erf_derivative, "llama": silu_derivative}
+DERIVATIVES = {
+    "gpt2": gelu_tanh_derivative,
+    "bert": gelu_erf_derivative,
+    "llama": silu_derivative,
+    "gemma": gelu_tanh_derivative,
+}
 
 
 class Tangent(torch.nn.Module):
