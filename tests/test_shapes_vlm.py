@@ -108,3 +108,24 @@ def test_the_gpu_script_runs_on_cpu_with_a_tiny_vlm(tmp_path):
     assert summary["expected_accuracy"] == written["expected_accuracy"]
     assert json.loads((out / "vlm_shapes.json").read_text())["analysis"] == "similarity"
     assert (out / "vlm_shapes.png").stat().st_size > 5_000
+
+
+def test_a_vlm_offers_its_language_models_canonical_sites_beside_module_paths():
+    model, processor = tiny_llava()
+    adapter = gl.attach(model, processor=processor)
+    assert adapter.table.family == "llama" and adapter.n_layers == 2
+    assert adapter.sites()[:2] == ["hook_embed", "blocks.0.hook_resid_pre"]
+    assert "module:model.vision_tower.encoder.layers.1" in adapter.module_sites()
+    data = shapes_task(shapes_scenes(3, seed=3), prompt=PROMPT, size=32)
+    batch = adapter.encode(
+        gl.Dataset(texts=data["text"], inputs={"images": data["images"]}), [0, 1, 2]
+    )
+    sites = ["blocks.0.hook_resid_post", "module:model.vision_tower.encoder.layers.1", "logits"]
+    captured = adapter.capture(batch, sites)
+    assert adapter.hook_count() == 0
+    inputs = processor(images=data["images"], text=data["text"], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        output = model(**inputs, output_hidden_states=True)
+    torch.testing.assert_close(captured["blocks.0.hook_resid_post"], output.hidden_states[1])
+    torch.testing.assert_close(captured["logits"], output.logits)
+    assert captured["module:model.vision_tower.encoder.layers.1"].shape == (3, 17, 32)

@@ -62,6 +62,7 @@ from geomlens.hooks.module_sites import (
     record_execution_order,
     with_first_tensor,
 )
+from geomlens.hooks.multimodal import language_model_of
 from geomlens.hooks.tensor_inputs import forward_kwargs, one_row_per_example
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
@@ -157,6 +158,9 @@ class NNsightAdapter(Adapter):
         self._envoy = envoy if envoy is not None else _quiet_envoy(self._module)
 
         base = getattr(self._module, "base_model", self._module)
+        language = language_model_of(base, self.config) if architecture is None else None
+        if language is not None:  # a VLM: canonical names are its language model's
+            base, self.config = language
         self._base_path = _path_in(self._module, base)
         if isinstance(architecture, ArchitectureTable):
             self.table = architecture
