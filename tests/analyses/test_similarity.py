@@ -282,3 +282,16 @@ def test_behavioural_mode_needs_an_lm_head():
             mode="behavioural",
             progress=False,
         )
+
+
+def test_the_metric_used_is_recorded_and_a_chosen_one_is_kept():
+    grid = np.array([[0, 0], [0, 1], [1, 0], [3, 4]], dtype=float)
+    data = {"coordinate": grid.tolist()}
+    by_default = gl.run("similarity", {SITE: np.eye(4)}, data, progress=False)
+    assert by_default.tables["metric"] == [{"metric": "euclidean", "from": "default"}]
+    assert max(r["distance"] for r in by_default.tables["g_of_d"]) == 5
+    with pytest.raises(ValueError, match="use metric='euclidean'"):
+        gl.run("similarity", {SITE: np.eye(4)}, data, metric="absolute", progress=False)
+    hues = stimuli.hue_circle(step=90, words=False)
+    circular = gl.run("similarity", {SITE: np.eye(4)}, hues.as_data(), progress=False)
+    assert circular.tables["metric"] == [{"metric": "circular:360", "from": "data"}]

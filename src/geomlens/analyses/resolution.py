@@ -296,7 +296,12 @@ class Resolution(Similarity):
         return Result(
             self.name,
             metrics=metrics,
-            tables={"g_of_d": profile_rows, "fits": fit_rows, "placement": placement_rows},
+            tables={
+                "g_of_d": profile_rows,
+                "fits": fit_rows,
+                "placement": placement_rows,
+                "metric": self.metric_table(),
+            },
         )
 
     def _placement(

@@ -156,7 +156,9 @@ class Similarity(Analysis):
 
     def finalize(self) -> Result:
         if self.config.mode == "behavioural":
-            return self.choices.finalize(self.name, self.metric(), self.config.bins)
+            result = self.choices.finalize(self.name, self.metric(), self.config.bins)
+            result.tables["metric"] = self.metric_table()
+            return result
         metrics: dict[str, float] = {}
         profile_rows: list[dict[str, Any]] = []
         matrix_rows: list[dict[str, Any]] = []
@@ -166,26 +168,37 @@ class Similarity(Analysis):
             metrics.update(profile_metrics(measured.site, rows, len(measured.coordinates)))
             if self.config.full_matrix:
                 matrix_rows.extend(similarity_table(measured))
-        tables = {"g_of_d": profile_rows}
+        tables = {"g_of_d": profile_rows, "metric": self.metric_table()}
         if self.config.full_matrix:
             tables["similarity_matrix"] = matrix_rows
         return Result(self.name, metrics=metrics, tables=tables)
 
     # -- shared with resolution ---------------------------------------------------------------
-    def metric(self) -> Metric:
-        """The metric in force: the option, else the data's ``metric`` column, else by shape."""
+    def metric(self, coordinates: np.ndarray | None = None) -> Metric:
+        """The metric in force: the option, else the data's ``metric`` column, else by the
+        coordinates' shape (euclidean for lists of numbers, absolute for numbers)."""
         if self.config.metric is not None:
             return self.config.metric
         if self.data_metric is not None:
             return self.data_metric
-        return "absolute"
+        return "euclidean" if coordinates is not None and coordinates.ndim == 2 else "absolute"
+
+    def metric_table(self) -> list[dict[str, str]]:
+        """Which metric the result used and where it came from (option, data or default)."""
+        if self.config.metric is not None:
+            source = "option"
+        elif self.data_metric is not None:
+            source = "data"
+        else:
+            source = "default"
+        coordinates = self.pooled.row_coordinates()[1] if self.pooled else None
+        return [{"metric": str(self.metric(coordinates)), "from": source}]
 
     def site_similarities(self) -> list[SiteSimilarity]:
         """Per site: the stimuli (rows grouped by coordinate) and their similarity matrix."""
         if not self.pooled:
             raise ValueError(f"{self.name} saw no data; give stimuli with a 'coordinate' column.")
         measured = []
-        metric = self.metric()
         for site in self.pooled.sites():
             stimuli = self.pooled.stimuli(site)
             if len(stimuli.coordinates) < 3:
@@ -193,9 +206,10 @@ class Similarity(Analysis):
                     f"{self.name} needs at least 3 distinct coordinates; got "
                     f"{len(stimuli.coordinates)}. Give stimuli at several positions."
                 )
-            if metric == "absolute" and stimuli.coordinates.ndim == 2:
-                metric = "euclidean"  # lists of numbers: positions, not values on a line
-            distances = np.round(parse_metric(metric)(stimuli.coordinates), 12)
+            # A metric the user chose is kept (a mismatch with the coordinates is reported,
+            # not silently replaced); by default lists of numbers are positions (euclidean).
+            metric = parse_metric(self.metric(stimuli.coordinates))
+            distances = np.round(metric(stimuli.coordinates), 12)
             similarity = similarity_matrix(stimuli.vectors, self.config.similarity)
             measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity))
         return measured
