@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import importlib.metadata
 import os
 import platform
@@ -84,9 +85,12 @@ def build_analyses(
         analyses.append(cls(**mine))
     unused = sorted(set(options) - used)
     if unused:
+        valid = sorted({f.name for a in analyses for f in dataclasses.fields(a.config)})
+        nearest = {name: difflib.get_close_matches(name, valid, n=1) for name in unused}
+        hints = "".join(f" Did you mean {m[0]!r} for {n!r}?" for n, m in nearest.items() if m)
         raise ValueError(
             f"Option(s) {', '.join(map(repr, unused))} are not options of "
-            f"{', '.join(repr(a.name) for a in analyses)}."
+            f"{', '.join(repr(a.name) for a in analyses)}.{hints} Options: {', '.join(valid)}."
         )
     names = [a.name for a in analyses]
     if len(set(names)) != len(names):

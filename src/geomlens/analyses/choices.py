@@ -77,7 +77,7 @@ class ChoiceRecords:
             if not first_token or not ids:
                 pieces = tokenizer.convert_ids_to_tokens(ids) if ids else []
                 raise ValueError(
-                    f"Option {option!r} is {len(ids)} tokens {pieces}, so its next-token "
+                    f"Option {str(option)!r} is {len(ids)} tokens {pieces}, so its next-token "
                     "probability is not one logit. Use single-token options (e.g. a leading "
                     "space, shorter labels), or pass first_token=True to score options by their "
                     "first token (recorded in the result)."

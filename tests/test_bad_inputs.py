@@ -1,0 +1,365 @@
+"""The bad-input catalogue: every case fails with a specific exception type and a message that
+says what was wrong and what would be right; through the CLI, with exit code 2, one line on
+stderr and no traceback. Each case lists (exception, [what was wrong, what would be right])."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers.tiny_models import tiny_bert, tiny_gpt2, tiny_hooked_transformer
+from sae_lens.saes.sae import SAEMetadata
+from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+from typer.testing import CliRunner
+
+import geomlens as gl
+from geomlens.analyses.option_types import OptionTypeError, OptionValueError
+from geomlens.finite_check import NonFiniteActivationError
+from geomlens.hooks.base import UnknownSiteError
+from geomlens.hooks.linearize import LinearizationError
+from geomlens.registry import UnknownNameError
+from geomlens.theory import abstraction, resolution, ssd
+
+SITE = "blocks.0.hook_resid_post"
+RNG = np.random.default_rng(0)
+
+
+@cache
+def gpt2():
+    """A tiny GPT-2 (2 layers, width 32) with its word-level tokenizer."""
+    model, tokenizer = tiny_gpt2()
+    return gl.attach(model, tokenizer=tokenizer)
+
+
+def recorded(rows: int = 8, width: int = 4, **arrays: np.ndarray):
+    return gl.attach(arrays or {SITE: RNG.normal(size=(rows, width))})
+
+
+def concept_data(concepts: list[str], contexts: list[str]) -> dict:
+    return {"concept": np.array(concepts), "context": np.array(contexts)}
+
+
+def sae(d_in: int, site: str = SITE) -> StandardSAE:
+    return StandardSAE(StandardSAEConfig(d_in=d_in, d_sae=8, metadata=SAEMetadata(hook_name=site)))
+
+
+def with_nan(value: float) -> dict:
+    activations = RNG.normal(size=(8, 4))
+    activations[5, 2] = value
+    return {SITE: activations}
+
+
+def resume_with_other_arguments(folder: Path) -> None:
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=4)
+
+
+def failing_source():
+    yield "the cat sat"
+    raise RuntimeError("the data source lost its connection")
+
+
+BEHAVIOURAL = {
+    "text": ["the king sat on the", "the cat sat on the"],
+    "coordinate": [1.0, 2.0],
+    "options": [["mat", "red house"], ["mat", "dog"]],
+    "option_coordinates": [[1.0, 2.0], [1.0, 2.0]],
+    "test": ["similarity", "similarity"],
+}
+
+
+@dataclass
+class Case:
+    """``call(tmp_path)`` must raise ``error`` with every fragment in its message."""
+
+    name: str
+    call: Callable[[Path], object]
+    error: type[BaseException]
+    fragments: tuple[str, ...]
+
+
+CASES = [
+    # -- sites, analyses, options --------------------------------------------------------------
+    Case("unknown site names the nearest",
+         lambda _: gl.run("activation-stats", recorded(), site="blocks.0.hook_resid_pst"),
+         UnknownSiteError, ("Unknown site 'blocks.0.hook_resid_pst'", "Did you mean 'blocks.0.hook_resid_post'")),
+    Case("layer out of range",
+         lambda _: gl.run("activation-stats", gpt2(), ["the cat"], site="blocks.7.hook_resid_post"),
+         UnknownSiteError, ("Unknown site 'blocks.7.hook_resid_post'", "blocks.1.hook_resid_post")),
+    Case("unknown analysis",
+         lambda _: gl.run("activation-stat", recorded()),
+         UnknownNameError, ("Unknown analysis 'activation-stat'", "Did you mean 'activation-stats'")),
+    Case("option of the wrong type",
+         lambda _: gl.run("activation-stats", recorded(), dead_threshold="abc"),
+         OptionTypeError, ("'dead_threshold'", "must be a float", "'abc'")),
+    Case("option of the wrong type (list)",
+         lambda _: gl.analysis_class("activation-stats")(site=3),
+         OptionTypeError, ("'site'", "a string or a list of strings or None", "3 (int)")),
+    Case("option out of range",
+         lambda _: gl.analysis_class("abstraction")(confidence=1.5),
+         OptionValueError, ("'confidence'", "between 0 and 1", "1.5")),
+    Case("option below its minimum",
+         lambda _: gl.analysis_class("ccgp")(folds=1),
+         OptionValueError, ("'folds'", "at least 2", "got 1")),
+    Case("option the analysis does not have",
+         lambda _: gl.analysis_class("activation-stats")(treshold=1),
+         ValueError, ("no option 'treshold'", "dead_threshold")),
+    Case("option no analysis in the run takes",
+         lambda _: gl.run("activation-stats", recorded(), not_an_option=1),
+         ValueError, ("'not_an_option'", "not options of 'activation-stats'")),
+    Case("unknown pooling",
+         lambda _: gl.run("activation-stats", gpt2(), ["the cat"], pooling="median"),
+         ValueError, ("Unknown pooling 'median'", "'mean', 'last', 'first' or 'span'")),
+    Case("merging different configs",
+         lambda _: gl.analysis_class("activation-stats")(pooling="last").merge(
+             gl.analysis_class("activation-stats")()),
+         ValueError, ("Can only merge", "same config")),
+    # -- data -------------------------------------------------------------------------------
+    Case("empty data",
+         lambda _: gl.run("activation-stats", gpt2(), []),
+         ValueError, ("empty", "at least one example")),
+    Case("a single string as data",
+         lambda _: gl.run("activation-stats", gpt2(), "the cat"),
+         ValueError, ("single string", "list of strings")),
+    Case("float tensor as data",
+         lambda _: gl.run("activation-stats", gpt2(), torch.rand(2, 3)),
+         ValueError, ("token ids [N, T] (integers)", "torch.float32")),
+    Case("column of the wrong length",
+         lambda _: gl.run("activation-stats", gpt2(), {"text": ["a", "b"], "concept": ["x"]}),
+         ValueError, ("'concept' has 1 entries", "one entry per example")),
+    Case("recorded sites with different row counts",
+         lambda _: recorded(a=np.zeros((3, 2)), b=np.zeros((4, 2))),
+         ValueError, ("4 rows but another site has 3", "one row per example")),
+    Case("concept with one class",
+         lambda _: gl.run("abstraction", recorded(), concept_data(["a"] * 8, ["x", "y"] * 4)),
+         ValueError, ("concept values ['a']", "exactly two values")),
+    Case("concept with three classes",
+         lambda _: gl.run("ccgp", recorded(), concept_data(list("abcabcab"), ["x", "y"] * 4)),
+         ValueError, ("concept values ['a', 'b', 'c']", "exactly two values")),
+    Case("fewer than two contexts for CCGP",
+         lambda _: gl.run("ccgp", recorded(), concept_data(["a", "b"] * 4, ["x"] * 8)),
+         ValueError, ("at least two contexts", "it has ['x']")),
+    Case("stimuli without coordinates",
+         lambda _: gl.run("resolution", recorded()),
+         ValueError, ("lacks columns", "resolution needs ['coordinate']")),
+    Case("a metric that does not fit the coordinates",
+         lambda _: gl.run("similarity", recorded(), {"coordinate": RNG.normal(size=(8, 2)).tolist()},
+                          metric="absolute"),
+         ValueError, ("needs one number per stimulus", "metric='euclidean'")),
+    Case("an unknown metric",
+         lambda _: gl.run("similarity", recorded(), {"coordinate": list(range(8))}, metric="circular"),
+         ValueError, ("Unknown metric 'circular'", "'circular:PERIOD'")),
+    Case("a [[span]] cut off by truncation",
+         lambda _: gl.run("activation-stats", gpt2(), ["the cat sat on the [[mat]]"], max_length=2,
+                          pooling="span"),
+         ValueError, ("falls outside the tokens kept", "raise max_length")),
+    Case("a [[span]] in some texts only",
+         lambda _: gl.run("activation-stats", gpt2(), ["the [[cat]] sat", "the dog"], pooling="span"),
+         ValueError, ("has no [[...]] span", "in every text or in none")),
+    Case("options that are not single tokens, no fallback",
+         lambda _: gl.run("similarity", gpt2(), BEHAVIOURAL, mode="behavioural"),
+         ValueError, ("'red house' is 2 tokens", "first_token=True")),
+    Case("text given to a model without a tokenizer",
+         lambda _: gl.run("activation-stats", gl.attach(tiny_bert()[0]), ["the cat"]),
+         ValueError, ("no tokenizer", "Pass token ids")),
+    Case("a data source that raises: its own error, unchanged",
+         lambda _: gl.run("activation-stats", gpt2(), failing_source(), batch_size=1),
+         RuntimeError, ("lost its connection",)),
+    # -- run settings -----------------------------------------------------------------------
+    Case("batch size 0",
+         lambda _: gl.run("activation-stats", recorded(), batch_size=0),
+         ValueError, ("batch_size must be at least 1", "got 0")),
+    Case("max_length 0",
+         lambda _: gl.run("activation-stats", gpt2(), ["the cat"], max_length=0),
+         ValueError, ("max_length must be at least 1", "None to keep every token")),
+    Case("unknown padding side",
+         lambda _: gl.run("activation-stats", recorded(), padding_side="top"),
+         ValueError, ("'left' or 'right'", "'top'")),
+    Case("NaN activations name the site and the batch",
+         lambda _: gl.run("activation-stats", gl.attach(with_nan(np.nan)), batch_size=2),
+         NonFiniteActivationError, (f"site '{SITE}'", "batch 2", "rows 4..5", "float32")),
+    Case("Inf activations name the site and the batch",
+         lambda _: gl.run("activation-stats", gl.attach(with_nan(np.inf)), batch_size=4),
+         NonFiniteActivationError, (f"site '{SITE}'", "batch 1", "rows 4..7")),
+    Case("a distributed run without a process group",
+         lambda _: gl.run("activation-stats", recorded(), distributed=True),
+         ValueError, ("process group", "torchrun")),
+    Case("resuming with arguments other than the checkpoint's",
+         lambda tmp: resume_with_other_arguments(tmp / "checkpoint"),
+         ValueError, ("other arguments", "batch_size: the checkpoint has 2, this run has 4")),
+    # -- loading ----------------------------------------------------------------------------
+    Case("unknown backend",
+         lambda _: gl.load(backend="jax"),
+         ValueError, ("Unknown backend 'jax'", "transformer-lens, nnsight")),
+    Case("unknown dtype",
+         lambda _: gl.load(dtype="float7"),
+         ValueError, ("Unknown dtype 'float7'", "'float32'")),
+    Case("unknown device",
+         lambda _: gl.load(device="gpu"),
+         ValueError, ("Unknown device 'gpu'", "cpu, cuda, cuda:N or mps")),
+    # -- SAEs -------------------------------------------------------------------------------
+    Case("an SAE whose width differs from the site",
+         lambda _: gl.run("sae-features", recorded(), {"condition": ["calibration"] * 8}, sae=sae(5)),
+         ValueError, ("d_in=5", "has width 4", "use an SAE trained on this model and site")),
+    Case("an SAE for a site the model lacks",
+         lambda _: gl.run("sae-features", recorded(), {"condition": ["calibration"] * 8},
+                          sae=sae(4, "blocks.9.hook_resid_post")),
+         UnknownSiteError, ("Unknown site 'blocks.9.hook_resid_post'", "Valid sites")),
+    Case("a file that is not an SAE",
+         lambda _: gl.run("sae-features", recorded(), {"condition": ["calibration"] * 8},
+                          sae=__file__),
+         ValueError, ("is not an SAE saved by sae-lens", "cfg.json")),
+    # -- linearisation ----------------------------------------------------------------------
+    Case("linearising a layer with no elementwise activation",
+         lambda _: gl.attach(tiny_hooked_transformer(act_fn="solu_ln")).linearize([0]).__enter__(),
+         LinearizationError, ("Layer 0", "SoLU / LayerNorm", "plain or gated MLP")),
+    Case("linearising a layer the model lacks",
+         lambda _: gpt2().linearize([5]).__enter__(),
+         ValueError, ("Layer(s) [5] do not exist", "2 blocks")),
+    Case("an unknown linearisation mode",
+         lambda _: gpt2().linearize([0], mode="cubic").__enter__(),
+         ValueError, ("'cubic'", "'identity' or 'tangent'")),
+    Case("linearising recorded activations",
+         lambda _: recorded().linearize([0]).__enter__(),
+         LinearizationError, ("recorded activations cannot be re-run", "Record the activations")),
+    # -- theory -----------------------------------------------------------------------------
+    Case("theory: a ball measure above 1",
+         lambda _: resolution.p_similarity(1.5),
+         ValueError, ("ball measure in [0, 1]", "1.5")),
+    Case("theory: zero candidates",
+         lambda _: resolution.p_identification(0.2, n=0),
+         ValueError, ("n must be an integer >= 1", "got 0")),
+    Case("theory: noise above 1",
+         lambda _: resolution.p_similarity(0.2, delta=1.5),
+         ValueError, ("noise level in [0, 1]", "1.5")),
+    Case("theory: a negative inverse SNR",
+         lambda _: abstraction.alpha_terminal(-1.0, 0.2),
+         ValueError, ("nu_x >= 0", "-1.0")),
+    Case("theory: a pool larger than the dictionary",
+         lambda _: ssd.bound(P=10, m=5, N=10, V=10, risk=0.0),
+         ValueError, ("0 <= P <= m = 5", "P = 10")),
+    Case("theory: a one-token vocabulary",
+         lambda _: ssd.bound(P=1, m=5, N=10, V=1, risk=0.0),
+         ValueError, ("V >= 2", "got 1")),
+    # -- results ----------------------------------------------------------------------------
+    Case("an output path that is a directory",
+         lambda tmp: gl.Result("activation-stats").to_json(tmp),
+         IsADirectoryError, ("is a directory", "give a file path")),
+    Case("an unwritable output path",
+         lambda tmp: gl.Result("activation-stats").to_json(_file(tmp) / "r.json"),
+         OSError, ("Cannot write", "choose a folder you can write to")),
+    Case("a results file of a newer schema",
+         lambda _: gl.Result.from_dict({"analysis": "x", "schema_version": 99}),
+         ValueError, ("newer geomlens (schema 99)", "upgrade geomlens")),
+    Case("a JSON that is not a result",
+         lambda _: gl.Result.from_dict({"metrics": {}}),
+         ValueError, ("Not a geomlens result", "'analysis'")),
+    Case("a metric the result lacks",
+         lambda _: gl.Result("x", metrics={"alpha": 1.0})["alpah"],
+         KeyError, ("no metric 'alpah'", "['alpha']")),
+]  # fmt: skip
+
+
+def _file(folder: Path) -> Path:
+    blocker = folder / "a-file"
+    blocker.write_text("")
+    return blocker
+
+
+def test_the_catalogue_has_at_least_forty_cases():
+    assert len(CASES) >= 40
+    assert len({case.name for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_bad_input_says_what_was_wrong_and_what_would_be_right(case, tmp_path):
+    with pytest.raises(case.error) as info:
+        case.call(tmp_path)
+    message = str(info.value.args[0]) if isinstance(info.value, KeyError) else str(info.value)
+    for fragment in case.fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_no_output_when_a_run_fails(tmp_path):
+    """A run that fails mid-way writes nothing (the result is written only once finished)."""
+    with pytest.raises(NonFiniteActivationError):
+        gl.run("activation-stats", gl.attach(with_nan(np.nan)), batch_size=2, checkpoint=tmp_path)
+    # The checkpoint saved before the bad batch may exist, but never one holding NaN.
+    assert not list(tmp_path.glob("*.json"))
+
+
+# -- the same through the CLI: exit 2, one line on stderr, no traceback -------------------------
+runner = CliRunner()
+PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\|")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    model, tokenizer = tiny_gpt2()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def jsonl(folder: Path, rows: list[dict]) -> str:
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+CLI_CASES = [
+    ("unknown analysis", lambda m, t: ["run", "activation-stat"], ("Unknown analysis", "Did you mean")),
+    ("unknown site", lambda m, t: ["run", "activation-stats", "--model", m, "--site", "blocks.7.hook_resid_post",
+                                   "--out", str(t / "r.json")], ("Unknown site", "Did you mean")),
+    ("option type", lambda m, t: ["run", "activation-stats", "--option", "dead_threshold=abc"],
+     ("'dead_threshold'", "float")),
+    ("option range", lambda m, t: ["run", "abstraction", "--option", "confidence=2"],
+     ("'confidence'", "between 0 and 1")),
+    ("unknown option", lambda m, t: ["run", "activation-stats", "--option", "treshold=1"],
+     ("treshold", "dead_threshold")),
+    ("option without =", lambda m, t: ["run", "activation-stats", "--option", "pooling"],
+     ("KEY=VALUE", "pooling=last")),
+    ("one-class concept", lambda m, t: ["run", "abstraction", "--model", m, "--out", str(t / "r.json"),
+                                        "--data", jsonl(t, [{"text": "the cat", "concept": "a",
+                                                             "context": c} for c in "xyxy"])],
+     ("concept values ['a']", "exactly two values")),
+    ("text data without a text field", lambda m, t: ["run", "activation-stats", "--data",
+                                                     jsonl(t, [{"txt": "the cat"}])], ("'text'",)),
+    ("unknown device", lambda m, t: ["run", "activation-stats", "--device", "tpu"], ("Unknown device 'tpu'", "cpu")),
+    ("unknown backend", lambda m, t: ["run", "activation-stats", "--model", m, "--backend", "jax",
+                                      "--out", str(t / "r.json")], ("Unknown backend 'jax'", "nnsight")),
+    ("theory: noise above 1", lambda m, t: ["theory", "pareto", "--delta", "2"], ("noise level in [0, 1]",)),
+    ("theory: pool above dictionary", lambda m, t: ["theory", "ssd", "--P", "10", "--m", "5", "--N", "10",
+                                                    "--V", "10"], ("P <= m",)),
+    ("unwritable output", lambda m, t: ["run", "activation-stats", "--out", str(_file(t) / "r.json")],
+     ("cannot write", "writable")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "fragments"), CLI_CASES, ids=[c[0] for c in CLI_CASES]
+)
+def test_cli_bad_input_is_one_line_exit_2(name, arguments, fragments, model_dir, tmp_path):
+    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
+    assert done.exit_code == 2, done.output
+    # Progress bars (ours, transformers' weight loading) also go to stderr; the rest is the error.
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    assert not (tmp_path / "r.json").exists()
+
+
+def gl_cli_app():
+    from geomlens.cli import app
+
+    return app
