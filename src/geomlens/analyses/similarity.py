@@ -241,7 +241,12 @@ class Similarity(Analysis):
 def similarity_matrix(vectors: np.ndarray, how: str) -> np.ndarray:
     """[S, S] similarity of stimulus representations ``vectors`` [S, d]."""
     if how == "negative-distance":
-        return -np.linalg.norm(vectors[:, None, :] - vectors[None, :, :], axis=-1)
+        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: an [S, S] Gram instead of an [S, S, d] difference.
+        squared = (vectors**2).sum(axis=1)
+        gram = vectors @ vectors.T
+        distance2 = np.maximum(squared[:, None] + squared[None, :] - 2 * gram, 0.0)
+        np.fill_diagonal(distance2, 0.0)
+        return -np.sqrt(distance2)
     if how == "centred-cosine":
         vectors = vectors - vectors.mean(axis=0, keepdims=True)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
