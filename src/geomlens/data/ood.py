@@ -19,6 +19,7 @@ import importlib
 import inspect
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -115,3 +116,42 @@ def _strip_docstrings(tree: ast.AST) -> None:
         first = body[0] if body else None
         if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
             node.body = body[1:] or [ast.Pass()]
+
+
+def feature_explosion_data(
+    tokenizer: Any,
+    *,
+    calibration_rows: int,
+    heldout_rows: int,
+    ood_rows: int,
+    max_tokens: int,
+    seed: int = 0,
+) -> dict[str, list]:
+    """Token ids and a ``condition`` column for feature-explosion runs (docs/sae.md).
+
+    ``calibration`` and ``heldout``: disjoint parts of the bundled English corpus.
+    ``random_tokens`` and ``replaced_15pct``: made from the first ``ood_rows`` held-out rows
+    (same lengths, same special tokens). ``python_source``: standard-library code. Every row
+    is truncated to ``max_tokens`` tokens by ``tokenizer`` (special tokens included).
+    """
+    from geomlens.data.corpus import corpus_split
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        ids = tokenizer(texts, truncation=True, max_length=max_tokens)["input_ids"]
+        return [list(map(int, row)) for row in ids]
+
+    heldout = encode(corpus_split("heldout", heldout_rows))
+    source = heldout[:ood_rows]
+    special = list(getattr(tokenizer, "all_special_ids", []) or [])
+    vocab = len(tokenizer)
+    conditions = {
+        "calibration": encode(corpus_split("calibration", calibration_rows)),
+        "heldout": heldout,
+        "random_tokens": random_token_rows(source, vocab, special_ids=special, seed=seed + 1),
+        "replaced_15pct": replace_tokens(source, 0.15, vocab, special_ids=special, seed=seed + 2),
+        "python_source": encode(python_source_chunks(ood_rows)),
+    }
+    return {
+        "token_ids": [row for part in conditions.values() for row in part],
+        "condition": [name for name, part in conditions.items() for _ in part],
+    }

@@ -21,7 +21,7 @@ _WHERE = {
     "sae_site": "loading",
     "site_width": "loading",
     "TrainedSAE": "training",
-    "TrainingConfig": "training",
+    "TrainingConfig": "config",
     "activation_batches": "training",
     "cached_sae": "training",
     "corpus_texts": "training",

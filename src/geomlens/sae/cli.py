@@ -9,6 +9,10 @@ from typing import Annotated
 
 import typer
 
+from geomlens.sae.config import TrainingConfig
+
+DEFAULTS = TrainingConfig()
+
 app = typer.Typer(help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.")
 
 
@@ -23,11 +27,22 @@ def train_command(
             "--site", "-s", help="Site to train on (default: the middle block's resid_post)."
         ),
     ] = None,
-    d_sae: Annotated[int, typer.Option("--d-sae", help="Dictionary size (latents).")] = 1536,
-    tokens: Annotated[int, typer.Option("--tokens", help="Training tokens in all.")] = 20_000,
-    l1: Annotated[float, typer.Option("--l1", help="sae-lens L1 coefficient.")] = 10.0,
-    lr: Annotated[float, typer.Option("--lr", help="Adam learning rate.")] = 1e-3,
-    batch_tokens: Annotated[int, typer.Option("--batch-tokens", help="Tokens per step.")] = 256,
+    d_sae: Annotated[
+        int, typer.Option("--d-sae", help="Dictionary size (latents).")
+    ] = DEFAULTS.d_sae,
+    tokens: Annotated[
+        int, typer.Option("--tokens", help="Distinct tokens captured.")
+    ] = DEFAULTS.tokens,
+    l1: Annotated[
+        float, typer.Option("--l1", help="sae-lens L1 coefficient.")
+    ] = DEFAULTS.l1_coefficient,
+    lr: Annotated[float, typer.Option("--lr", help="Adam learning rate.")] = DEFAULTS.lr,
+    batch_tokens: Annotated[
+        int, typer.Option("--batch-tokens", help="Tokens per step.")
+    ] = DEFAULTS.batch_tokens,
+    passes: Annotated[
+        int, typer.Option("--passes", help="Times each captured token is trained on.")
+    ] = DEFAULTS.passes,
     data: Annotated[
         Path | None,
         typer.Option(
@@ -49,9 +64,14 @@ def train_command(
     """Train (or reuse) an SAE on the model's activations at SITE; print its folder."""
     import geomlens as gl
     from geomlens.cli import USER_ERRORS, _fail, _message, load_data
-    from geomlens.sae.training import TrainingConfig, cached_sae, corpus_texts
+    from geomlens.sae.training import cached_sae, corpus_texts
 
-    for flag, value in (("--d-sae", d_sae), ("--tokens", tokens), ("--batch-tokens", batch_tokens)):
+    for flag, value in (
+        ("--d-sae", d_sae),
+        ("--tokens", tokens),
+        ("--batch-tokens", batch_tokens),
+        ("--passes", passes),
+    ):
         if value < 1:
             raise _fail(f"{flag} must be at least 1; got {value}.")
     if data is None:
@@ -64,7 +84,13 @@ def train_command(
         digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
         corpus = f"file:{data.name}:{digest}"
     config = TrainingConfig(
-        d_sae=d_sae, tokens=tokens, l1_coefficient=l1, lr=lr, batch_tokens=batch_tokens, seed=seed
+        d_sae=d_sae,
+        tokens=tokens,
+        l1_coefficient=l1,
+        lr=lr,
+        batch_tokens=batch_tokens,
+        passes=passes,
+        seed=seed,
     )
     try:
         adapter = gl.load(model, backend=backend, device=device)

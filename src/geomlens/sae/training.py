@@ -10,7 +10,6 @@ kept in a cache (:mod:`geomlens.sae.cache`) and reused.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,33 +29,10 @@ from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
 from geomlens.results import Result, atomic_write_text
 from geomlens.sae.cache import cache_entry, publish_folder
+from geomlens.sae.config import TrainingConfig
 
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
 TRAINING_RECORD = "geomlens_training.json"
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    """How to train an SAE offline (every field enters the cache key)."""
-
-    d_sae: int = 1536
-    """Dictionary size m (number of latents)."""
-    tokens: int = 20_000
-    """Activation vectors (tokens) the trainer sees in all (about 2 minutes for MiniLM on CPU)."""
-    l1_coefficient: float = 10.0
-    """Weight of sae-lens's L1 sparsity penalty (on activations normalised to norm √d_in)."""
-    lr: float = 1e-3
-    """Adam learning rate (constant)."""
-    batch_tokens: int = 256
-    """Activation vectors per training step."""
-    rows_per_chunk: int = 64
-    """Texts captured per chunk; tokens are shuffled within a chunk before training on them."""
-    max_length: int = 128
-    """Texts are truncated to this many tokens."""
-    seed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -102,12 +78,14 @@ def activation_batches(
     rows_per_chunk: int = 64,
     max_length: int | None = 128,
     seed: int = 0,
+    passes: int = 1,
 ) -> Iterator[torch.Tensor]:
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
     Each chunk of ``rows_per_chunk`` texts is run through ``geomlens.engine.stream`` (one
     forward pass per batch, nothing else kept), its real tokens are shuffled, and batches are
-    cut from them; tokens left over carry into the next chunk. Row order is reshuffled every
+    cut from them, ``passes`` times over (reshuffled); tokens left over carry into the next
+    chunk. Row order is reshuffled every
     cycle through the data.
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
@@ -125,21 +103,22 @@ def activation_batches(
             collector = _TokenCollector(site)
             rows = np.sort(order[start : start + rows_per_chunk])
             stream([collector], adapter, dataset, rows=rows, max_length=max_length, progress=False)
-            tokens = torch.cat(collector.chunks)
-            tokens = tokens[torch.from_numpy(rng.permutation(len(tokens)))]
-            if leftover is not None:
-                tokens = torch.cat([leftover, tokens])
-            usable = len(tokens) - len(tokens) % batch_tokens
-            for begin in range(0, usable, batch_tokens):
-                yield tokens[begin : begin + batch_tokens]
-            leftover = tokens[usable:]
+            captured = torch.cat(collector.chunks)
+            for _ in range(passes):
+                tokens = captured[torch.from_numpy(rng.permutation(len(captured)))]
+                if leftover is not None:
+                    tokens = torch.cat([leftover, tokens])
+                usable = len(tokens) - len(tokens) % batch_tokens
+                for begin in range(0, usable, batch_tokens):
+                    yield tokens[begin : begin + batch_tokens]
+                leftover = tokens[usable:]
 
 
 def train_sae(
     adapter: Adapter,
     site: str,
     data: Any,
-    config: TrainingConfig = TrainingConfig(),
+    config: TrainingConfig | None = None,
 ) -> StandardTrainingSAE:
     """Train a standard (ReLU, L1) SAE with sae-lens on activations of ``site`` over ``data``.
 
@@ -148,6 +127,7 @@ def train_sae(
     metadata records the model and site.
     """
     site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
+    config = config or TrainingConfig()
     torch.manual_seed(config.seed)
     batches = activation_batches(
         adapter,
@@ -157,6 +137,7 @@ def train_sae(
         rows_per_chunk=config.rows_per_chunk,
         max_length=config.max_length,
         seed=config.seed,
+        passes=config.passes,
     )
     first = next(batches)
     d_in = int(first.shape[-1])
@@ -182,7 +163,7 @@ def train_sae(
         )
     )
     trainer_config = SAETrainerConfig(
-        total_training_samples=config.tokens,
+        total_training_samples=config.tokens * config.passes,
         train_batch_size_samples=config.batch_tokens,
         lr=config.lr,
         lr_end=config.lr,
@@ -201,11 +182,12 @@ def cached_sae(
     *,
     corpus: str,
     data: Any,
-    config: TrainingConfig = TrainingConfig(),
+    config: TrainingConfig | None = None,
     cache_dir: str | Path | None = None,
 ) -> TrainedSAE:
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
     when it is not there yet. ``corpus`` names ``data`` in the cache key."""
+    config = config or TrainingConfig()
     key = {
         "model": adapter.model_id,
         "site": site,

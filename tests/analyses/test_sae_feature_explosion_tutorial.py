@@ -1,0 +1,47 @@
+"""tutorials/gpu/sae_feature_explosion.py runs on CPU with a tiny GPT-2 and a tiny SAE, both
+saved to folders the way a user would have them (save_pretrained, sae-lens save_model)."""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from helpers.tiny_models import tiny_gpt2
+from sae_lens.saes.sae import SAEMetadata
+from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+
+SCRIPT = Path(__file__).parents[2] / "tutorials" / "gpu" / "sae_feature_explosion.py"
+SITE = "blocks.1.hook_resid_pre"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("sae_feature_explosion", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tutorial_runs_on_cpu(tmp_path, capsys):
+    model, tokenizer = tiny_gpt2()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    torch.manual_seed(0)
+    sae = StandardSAE(StandardSAEConfig(d_in=32, d_sae=64, metadata=SAEMetadata(hook_name=SITE)))
+    sae.save_model(tmp_path / "sae")
+    out = tmp_path / "out"
+    returned = _load_script().main(
+        [
+            "--model", str(tmp_path / "model"), "--sae", str(tmp_path / "sae"),
+            "--device", "cpu", "--calibration-rows", "6", "--heldout-rows", "6",
+            "--ood-rows", "4", "--max-tokens", "20", "--batch-size", "8", "--out", str(out),
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    result = returned["result"]
+    for condition in ("calibration", "heldout", "random_tokens", "replaced_15pct", "python_source"):
+        assert f"{SITE}.mean_k.{condition}" in result.metrics
+        assert condition in printed
+    assert f"{SITE}.auroc.random_tokens" in result.metrics
+    assert "pool form: U =" in printed and "released form: U =" in printed
+    assert result.metrics[f"{SITE}.bound.pool"] > 0
+    assert (out / "sae_features.json").exists()
+    assert (out / "sae_features.png").stat().st_size > 5_000
