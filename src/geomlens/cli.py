@@ -376,7 +376,8 @@ def check_command(
     device: DeviceOption = None,
     trust_remote_code: TrustRemoteCodeOption = False,
 ) -> None:
-    """Conformance: every canonical site resolves, shapes agree, padded batch == one-by-one."""
+    """Conformance, per site: resolves, shape and width, padded batch == one-by-one, equal to
+    the model's own hidden states, sub-layers add up (docs/architectures.md)."""
     import geomlens as gl
     from geomlens.conformance import all_passed, check_adapter
 
@@ -448,7 +449,9 @@ _mount_report()
 def _mount_sae() -> None:
     from geomlens.sae.cli import app as sae_app
 
-    app.add_typer(sae_app, name="sae", help="Sparse autoencoders: train offline (sae-lens), cached.")
+    app.add_typer(
+        sae_app, name="sae", help="Sparse autoencoders: train offline (sae-lens), cached."
+    )
 
 
 _mount_sae()
