@@ -12,8 +12,10 @@ gemma-2-2b-it, Llama-3.2-3B and Qwen2.5-7B. See docs/similarity.md.
     python tutorials/gpu/birth_years.py --model google/gemma-2-2b-it --device cuda
     python tutorials/gpu/birth_years.py --model PATH --device cpu --n-max 4 --trials 3   # tiny
 
-Writes ``birth_years.json`` (the similarity result), ``birth_years_fits.json`` (ε per
-family) and ``birth_years.png`` into ``--out``.
+It also predicts p_S^n and p_I^n from the recovered g under the Luce rule: a model whose
+choices follow one stationary g matches them. Writes ``birth_years.json`` (the similarity
+result), ``birth_years_fits.json`` (ε per family, the Luce-rule prediction) and
+``birth_years.png`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import geomlens as gl
 from geomlens.analyses.resolution import FAMILIES, fit_family, normalised_g
 from geomlens.data import stimuli
 from geomlens.results import atomic_save_figure, atomic_write_text
+from geomlens.theory import resolution as theory
 
 
 def single_token_names(tokenizer, names: list[str]) -> list[str]:
@@ -69,7 +72,38 @@ def fit_behavioural_profile(rows: list[dict]) -> list[dict]:
     ]
 
 
-def plot(result: gl.Result, fits: list[dict], path: Path, model: str) -> None:
+def luce_prediction(
+    rows: list[dict], counts: list[int], low: int = 800, high: int = 1600, seed: int = 0
+) -> list[dict]:
+    """p_S^n and p_I^n that the model's own recovered g predicts under the Luce rule.
+
+    Birth years on a 5-year grid over [low, high), g interpolated from the recovered bins,
+    trials of distinct stimuli as in the prompts. A model whose choices follow a stationary
+    g with the Luce rule matches its measured accuracies; a gap says how far it is from that.
+    """
+    years = np.arange(low, high, 5, dtype=float)
+    distances = np.abs(np.subtract.outer(years, years))
+    d = np.array([r["distance"] for r in rows])
+    g = np.clip(np.array([r["mean"] for r in rows]), 0.0, None)
+    similarity = np.interp(distances, d, g)
+    predicted = []
+    for n in counts:
+        accuracy = theory.evaluate(
+            distances,
+            similarity,
+            n,
+            draws="distinct",
+            method="monte_carlo",
+            samples=20_000,
+            seed=seed,
+        )
+        predicted.append({"n": n, "p_similarity": accuracy.p_s, "p_identification": accuracy.p_i})
+    return predicted
+
+
+def plot(
+    result: gl.Result, fits: list[dict], predicted: list[dict], path: Path, model: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,6 +130,14 @@ def plot(result: gl.Result, fits: list[dict], path: Path, model: str) -> None:
             fmt=marker,
             ms=3,
             label=test,
+        )
+    for key, test in (("p_similarity", "similarity"), ("p_identification", "identification")):
+        ax_n.plot(
+            [p["n"] for p in predicted],
+            [p[key] for p in predicted],
+            "--",
+            lw=0.8,
+            label=f"{test}: Luce rule with the recovered g",
         )
     n = np.array(sorted({r["n"] for r in result.tables["choice_accuracy"]}))
     ax_n.plot(n, 1 / n, "k:", lw=0.8, label="chance 1/n")
@@ -142,22 +184,30 @@ def main(argv: list[str] | None = None) -> dict:
         progress=True,
     )
     fits = fit_behavioural_profile(result.tables["g_of_d"])
+    predicted = luce_prediction(result.tables["g_of_d"], counts, seed=args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     result.to_json(args.out / "birth_years.json")
-    atomic_write_text(args.out / "birth_years_fits.json", json.dumps(fits, indent=2) + "\n")
-    plot(result, fits, args.out / "birth_years.png", args.model)
+    summary = {"fits": fits, "luce_prediction": predicted}
+    atomic_write_text(args.out / "birth_years_fits.json", json.dumps(summary, indent=2) + "\n")
+    plot(result, fits, predicted, args.out / "birth_years.png", args.model)
 
     chosen = next(f for f in fits if f["chosen"])
     print(f"model {args.model}: {len(data.texts)} prompts, n in {counts}")
+    expected = {
+        (t, p["n"]): p[f"p_{t}"] for p in predicted for t in ("similarity", "identification")
+    }
     for row in result.tables["choice_accuracy"]:
-        print(f"  {row['test']:>14} n={row['n']:>3}: {row['accuracy']:.3f} ± {row['se']:.3f}")
+        print(
+            f"  {row['test']:>14} n={row['n']:>3}: {row['accuracy']:.3f} ± {row['se']:.3f}"
+            f"  (Luce rule with the recovered g: {expected[row['test'], row['n']]:.3f})"
+        )
     for fit in fits:
         mark = "*" if fit["chosen"] else " "
         print(
             f"  {mark} {fit['family']:>11}: ε = {fit['epsilon']:.1f} years, Δ = {fit['delta']:.3f}"
         )
     print(f"resolution ε = {chosen['epsilon']:.1f} years ({chosen['family']}); paper: ~70-80")
-    return {"result": result, "fits": fits}
+    return {"result": result, "fits": fits, "luce_prediction": predicted}
 
 
 if __name__ == "__main__":
