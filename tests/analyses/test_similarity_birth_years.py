@@ -96,18 +96,11 @@ def test_birth_year_protocol_runs_on_cpu(tiny_lm_folder, tmp_path):
     assert json.loads((out / "birth_years.json").read_text())["analysis"] == "similarity"
 
 
-def test_too_few_single_token_names_is_a_clear_stop(tiny_lm_folder, tmp_path):
+def test_n_stops_at_the_single_token_names_there_are(tiny_lm_folder, tmp_path, capsys):
     script = _load_script()
-    with pytest.raises(SystemExit, match="--n-max 12"):
-        script.main(
-            [
-                "--model",
-                str(tiny_lm_folder),
-                "--device",
-                "cpu",
-                "--n-max",
-                "40",
-                "--out",
-                str(tmp_path),
-            ]
-        )
+    outcome = script.main(
+        ["--model", str(tiny_lm_folder), "--device", "cpu", "--n-max", "40", "--n-step", "10",
+         "--trials", "1", "--bins", "6", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert "n goes up to 12 instead of 40" in capsys.readouterr().out
+    assert [p["n"] for p in outcome["luce_prediction"]] == [2, 12]

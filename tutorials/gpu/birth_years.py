@@ -166,12 +166,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     adapter = gl.load(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     names = single_token_names(adapter.tokenizer, stimuli.first_names())
-    if len(names) < args.n_max:
+    n_max = min(args.n_max, len(names))
+    if n_max < 2:
         raise SystemExit(
             f"Only {len(names)} of the shipped first names are single tokens for {args.model}; "
-            f"use --n-max {len(names)} or less."
+            "the protocol needs at least 2."
         )
-    counts = candidate_counts(args.n_max, args.n_step)
+    if n_max < args.n_max:
+        print(
+            f"note: only {len(names)} of the shipped first names are single tokens for "
+            f"{args.model}; n goes up to {n_max} instead of {args.n_max}."
+        )
+    counts = candidate_counts(n_max, args.n_step)
     data = stimuli.birth_year_prompts(names, counts, args.trials, seed=args.seed)
     result = gl.run(
         "similarity",

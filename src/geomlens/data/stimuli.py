@@ -443,7 +443,7 @@ def choice_prompts(
 
 
 def first_names() -> list[str]:
-    """One hundred common English first names (the people of the birth-year protocol)."""
+    """About 150 common English first names (the people of the birth-year protocol)."""
     return _shipped_lines("first_names.txt")
 
 
