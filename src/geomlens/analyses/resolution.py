@@ -237,8 +237,11 @@ class ResolutionConfig(SimilarityConfig):
 
 @register_analysis("resolution")
 class Resolution(Similarity):
-    """Resolution scale ε of g(d) (step / linear / exponential / Gaussian, by AIC), with the
-    model's empirical and theoretical (p_S, p_I) against the universal front."""
+    """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
+
+    Families: step, linear, exponential, Gaussian; the empirical and the fitted g's (p_S, p_I)
+    are placed against the universal front (see the module docstring).
+    """
 
     Config = ResolutionConfig
     config: ResolutionConfig
