@@ -230,3 +230,60 @@ def test_module_sites_beside_canonical_sites_of_a_tabled_model():
         ablated["blocks.0.hook_resid_post"], ablated["blocks.0.hook_resid_mid"]
     )
     assert_untouched(model, before, adapter)
+
+
+def test_linearising_a_module_site_acts_like_a_hook_that_replaces_it(resnet, blobs):
+    model, adapter = resnet
+    images, positions = blobs
+    before = snapshot(model)
+    batch = adapter.encode(Dataset(inputs={"pixel_values": images}), np.arange(6))
+    site, path = "module:layer1.0.relu1", "layer1.0.relu1"
+
+    def reference(replacement):
+        def hook(module, args, output):
+            return replacement(args[0])
+
+        handle = model.get_submodule(path).register_forward_hook(hook)
+        try:
+            with torch.no_grad():
+                return model.avgpool(
+                    model.layer2(model.layer1(model.stem(torch.as_tensor(images[:6]))))
+                )
+        finally:
+            handle.remove()
+
+    with adapter.linearize(site, mode="identity"):
+        identity = adapter.capture(batch, ["module:avgpool"])["module:avgpool"]
+        own = adapter.capture(batch, [site, "module:layer1.0.bn1"])
+        result = gl.run(
+            "activation-stats", adapter, {"pixel_values": images}, site="module:avgpool"
+        )
+    torch.testing.assert_close(own[site], own["module:layer1.0.bn1"])  # the site reads x, not φ(x)
+    torch.testing.assert_close(identity, reference(lambda x: x).reshape(6, 1, -1))
+    assert result.provenance["linearizations"] == [
+        {"modules": [site], "mode": "identity", "where": [path]}
+    ]
+
+    inputs_seen = hooked_inputs(model, path, lambda: model(torch.as_tensor(images)))
+    x0 = inputs_seen.mean(dim=0)
+    with adapter.linearize([site], mode="tangent", calibration={"pixel_values": images}):
+        tangent = adapter.capture(batch, ["module:avgpool"])["module:avgpool"]
+    expected = reference(lambda x: torch.relu(x0) + (x0 > 0).float() * (x - x0))
+    torch.testing.assert_close(tangent, expected.reshape(6, 1, -1), rtol=1e-5, atol=1e-5)
+    assert (tangent - identity).abs().max() > 1e-4
+    with pytest.raises(ValueError, match="not elementwise"), adapter.linearize("module:avgpool"):
+        adapter.capture(batch, ["module:fc"])
+    assert_untouched(model, before, adapter)
+
+
+def hooked_inputs(model, path, run):
+    seen = []
+    handle = model.get_submodule(path).register_forward_hook(
+        lambda module, args, output: seen.append(args[0].detach().clone())
+    )
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        handle.remove()
+    return torch.cat(seen)

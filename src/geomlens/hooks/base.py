@@ -239,11 +239,22 @@ class Adapter(ABC):
         return list(self._edits)
 
     def linearize(
-        self, layers: int | Sequence[int], mode: str = "identity", calibration: Any = None
+        self,
+        layers: int | Sequence[int] | str | Sequence[str],
+        mode: str = "identity",
+        calibration: Any = None,
     ) -> contextlib.AbstractContextManager[Any]:
         """Replace the MLP activation φ at ``layers`` by ``"identity"`` (φ(x) → x) or
         ``"tangent"`` (φ(x₀) + φ'(x₀)(x − x₀), x₀ the mean pre-activation on ``calibration``
-        data) inside the ``with`` block; see :mod:`geomlens.hooks.linearize`."""
+        data) inside the ``with`` block; see :mod:`geomlens.hooks.linearize`. ``layers`` may
+        also be ``module:PATH`` sites of activation modules (a CNN's ReLUs; see
+        :mod:`geomlens.hooks.module_linearize`)."""
+        if isinstance(layers, str) or (
+            isinstance(layers, Sequence) and layers and all(isinstance(x, str) for x in layers)
+        ):
+            from geomlens.hooks.module_linearize import linearize_modules
+
+            return linearize_modules(self, layers, mode=mode, calibration=calibration)
         from geomlens.hooks.linearize import linearize
 
         return linearize(self, layers, mode=mode, calibration=calibration)
