@@ -137,3 +137,31 @@ def test_bad_inputs_fail_before_any_pass():
         run(sae=__file__)
     with pytest.raises(ValueError, match="shuffle='sometimes' is not one of"):
         run(sae=identity_sae(), shuffle="sometimes")
+
+
+def test_several_saes_at_several_sites_in_one_pass():
+    other = "blocks.1.hook_resid_post"
+    flipped = -np.array(ROWS, dtype=np.float32)  # latent j fires where coordinate j < 0
+    adapter = gl.attach(
+        {SITE: np.array(ROWS, dtype=np.float32), other: flipped}, attention_mask=MASK
+    )
+    both = gl.run(
+        "sae-features",
+        adapter,
+        {"condition": CONDITIONS},
+        sae={SITE: identity_sae(), other: identity_sae(site=other)},
+    )
+    alone = run(sae=identity_sae())
+    for name, value in alone.metrics.items():
+        assert both.metrics[name] == value
+    # Row 4 is all positive: no latent fires on the flipped copy; row 5 has one negative entry.
+    assert both.metrics[f"{other}.max_k.noise"] == 1
+    assert both.metrics[f"{other}.mean_k.noise"] == 0.5
+    with pytest.raises(ValueError, match="site= overrides the site of one SAE"):
+        gl.run(
+            "sae-features",
+            adapter,
+            {"condition": CONDITIONS},
+            sae=[identity_sae(), identity_sae(site=other)],
+            site=SITE,
+        )
