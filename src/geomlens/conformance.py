@@ -242,6 +242,13 @@ def check_adapter(
     sites = adapter.sites()
     if not sites:
         return [Check("sites", False, "the model offers no site at all")]
+    if all(site.startswith("module:") for site in sites):
+        raise ValueError(
+            f"{adapter.model_id!r} has no canonical sites, only module:PATH ones (a model with no "
+            "architecture table, e.g. a CNN); geomlens check compares a token model's canonical "
+            "sites with its Hugging Face hidden states. Read module sites with adapter.capture "
+            "(docs/vision.md)."
+        )
     dataset = _dataset(adapter, prompts)
     inputs = adapter.encode(dataset, np.arange(len(dataset)), padding_side="right")
     activations = adapter.capture(inputs, sites)
