@@ -588,6 +588,7 @@ class SAEFeatures(Analysis):
             ax_pool.plot(
                 [r["tokens"] for r in growth], [r["pool_size"] for r in growth], "-o", ms=3
             )
+            ax_pool.set_xscale("log")
             ax_pool.set_xlabel("calibration tokens")
             ax_pool.set_ylabel("pool size P")
             ax_pool.set_title("pool growth")
@@ -662,16 +663,20 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         )
 
 
-def _plot_histograms(ax: Any, result: Result, site: str) -> None:
+def _plot_histograms(ax: Any, result: Result, site: str, bins: int = 40) -> None:
     rows = [r for r in result.tables.get("k_histogram", []) if r["site"] == site]
+    if not rows:
+        return
+    width = max(1, int(np.ceil((max(r["k"] for r in rows) + 1) / bins)))
+    edges = np.arange(0, max(r["k"] for r in rows) + width + 1, width)
     for condition in dict.fromkeys(r["condition"] for r in rows):
         mine = [r for r in rows if r["condition"] == condition]
-        total = sum(r["count"] for r in mine)
+        counts, _ = np.histogram(
+            [r["k"] for r in mine], bins=edges, weights=[r["count"] for r in mine]
+        )
         auroc = result.metrics.get(f"{site}.auroc.{condition}")
         label = condition + (f" (AUROC {auroc:.2f})" if auroc is not None else "")
-        ax.step(
-            [r["k"] for r in mine], [r["count"] / total for r in mine], where="mid", label=label
-        )
+        ax.stairs(counts / counts.sum(), edges, label=label)
     ax.set_xlabel("active latents per token, k")
     ax.set_ylabel("fraction of tokens")
     ax.set_title(site, fontsize=9)
@@ -681,8 +686,7 @@ def _plot_histograms(ax: Any, result: Result, site: str) -> None:
 def _plot_bound(ax: Any, result: Result, site: str) -> None:
     rows = [r for r in result.tables.get("bound_terms", []) if r["site"] == site]
     if not rows:
-        ax.text(0.5, 0.5, "no bound: needs a causal LM's loss", ha="center", va="center")
-        ax.set_axis_off()
+        _plot_fidelity(ax, result, site)
         return
     forms = list(dict.fromkeys(r["form"] for r in rows))
     bottoms = [0.0] * len(forms)
@@ -698,4 +702,21 @@ def _plot_bound(ax: Any, result: Result, site: str) -> None:
         ax.axhline(threshold, color="k", ls="--", lw=1, label="log2 V (vacuous above)")
     ax.set_ylabel("bits per token")
     ax.set_title("bound terms")
+    ax.legend(fontsize=7)
+
+
+def _plot_fidelity(ax: Any, result: Result, site: str) -> None:
+    """Without a bound (an encoder, or no held-out losses): ε̂ per condition, with the shuffle."""
+    rows = [r for r in result.tables.get("ood", []) if r["site"] == site and "epsilon_loss" in r]
+    if not rows:
+        ax.text(0.5, 0.5, "no bound: needs a causal LM's loss", ha="center", va="center")
+        ax.set_axis_off()
+        return
+    positions = np.arange(len(rows))
+    ax.bar(positions - 0.2, [r["epsilon_loss"] for r in rows], 0.4, label="SAE splice")
+    ax.bar(positions + 0.2, [r["epsilon_loss_shuffled"] for r in rows], 0.4, label="shuffled")
+    ax.set_xticks(positions, [r["condition"] for r in rows], rotation=30, ha="right", fontsize=7)
+    kind = next((n["note"] for n in result.tables.get("notes", []) if n["item"] == "loss_kind"), "")
+    ax.set_ylabel(f"ε̂_loss ({kind})" if kind else "ε̂_loss", fontsize=8)
+    ax.set_title("no bound (no LM loss): splice fidelity", fontsize=9)
     ax.legend(fontsize=7)
