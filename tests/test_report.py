@@ -17,7 +17,11 @@ from geomlens.cli import app
 from geomlens.data.dataset import Dataset
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
-from geomlens.report.figures import pareto_with_model
+from geomlens.report.figures import (
+    abstraction_with_depth_law,
+    pareto_with_model,
+    ssd_bound_with_model,
+)
 from geomlens.report.plan import builtin_analyses, quick_subset
 from geomlens.report.readings import read
 from geomlens.theory import resolution
@@ -184,3 +188,44 @@ def test_unknown_analysis_is_refused_with_the_list(tmp_path):
     ran = CliRunner().invoke(app, ["report", "--out", str(tmp_path), "--analysis", "nope"])
     assert ran.exit_code != 0
     assert "activation-stats" in ran.output
+
+
+def test_ssd_theory_figure_places_the_planted_run(tmp_path):
+    site = "blocks.6.hook_resid_pre"
+    P, m, V, risk, N, eps, eta = 600.0, 24576.0, 50257.0, 3.0, 2000.0, 0.3, 0.01
+    result = gl.Result(
+        "sae-features",
+        metrics={
+            f"{site}.pool_size": P, f"{site}.dictionary_size": m,
+            f"{site}.vacuity_threshold": math.log2(V), f"{site}.risk": risk,
+            f"{site}.heldout_sequences": N, f"{site}.epsilon_loss": eps, f"{site}.eta": eta,
+        },
+        config={"bound_form": "pool", "delta": 0.05, "smoothing": 0.5},
+    )  # fmt: skip
+    drawn = ssd_bound_with_model({"sae-features": result}, tmp_path / "ssd.png")
+    # N* by hand: U(N) = C + A / sqrt(N) reaches log2 V at (A / (log2 V - C))^2.
+    B = math.log2(V / 0.5)
+    ssd_value = P * math.log(math.e * m / P)
+    A = B * (math.sqrt((ssd_value + math.log(2 / 0.05)) / 2) + math.sqrt(math.log(4 / 0.05) / 2))
+    n_star = (A / (math.log2(V) - (risk + eps + B * eta))) ** 2
+    assert f"N* = {n_star:.3g} " in " ".join(drawn.reading)
+    encoder = gl.Result("sae-features", metrics={f"{site}.pool_size": P})
+    assert ssd_bound_with_model({"s": encoder}, tmp_path / "none.png") is None
+    assert "no language-model loss" in " ".join(read(encoder))
+
+
+def test_abstraction_depth_figure_measures_the_departure_from_the_law(tmp_path):
+    alpha_first, alpha_last, depth = 0.1, 0.6, 4
+    fractions = np.arange(depth + 1) / depth
+    on_law = np.tanh((1 - fractions) * np.arctanh(alpha_first) + fractions * np.arctanh(alpha_last))
+    bumped = on_law.copy()
+    bumped[2] += 0.05
+    for alphas, gap in ((on_law, 0.0), (bumped, 0.05)):
+        result = gl.Result(
+            "abstraction",
+            metrics={f"blocks.{i}.hook_resid_post.alpha": float(a) for i, a in enumerate(alphas)},
+        )
+        drawn = abstraction_with_depth_law({"abstraction": result}, tmp_path / "alpha.png")
+        assert f"at most {gap:.3g}:" in " ".join(drawn.reading) or (
+            gap == 0 and "at most 0:" in " ".join(drawn.reading)
+        )

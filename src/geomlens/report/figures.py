@@ -164,19 +164,24 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
 
     site = list(per_site(source, "pool_size"))[-1]
     metrics = source.metrics
+    threshold = metrics.get(f"{site}.vacuity_threshold")
     needed = {
         "P": metrics.get(f"{site}.pool_size"),
-        "m": metrics.get(f"{site}.d_sae", metrics.get(f"{site}.dictionary_size")),
-        "V": metrics.get(f"{site}.vocabulary_size", metrics.get("vocabulary_size")),
-        "risk": metrics.get(f"{site}.risk", metrics.get(f"{site}.empirical_risk")),
-        "N": metrics.get(f"{site}.heldout_sequences", metrics.get(f"{site}.n_heldout")),
+        "m": metrics.get(f"{site}.dictionary_size"),
+        "V": 2.0**threshold if threshold is not None else None,
+        "risk": metrics.get(f"{site}.risk"),
+        "N": metrics.get(f"{site}.heldout_sequences"),
     }
-    if any(v is None or math.isnan(v) for v in needed.values()):
+    # Only the pool form of the bound is U(N) = C + A/sqrt(N) in these terms; encoders have none.
+    if source.config.get("bound_form", "pool") != "pool" or any(
+        v is None or math.isnan(v) for v in needed.values()
+    ):
         return None
     eps_loss = metrics.get(f"{site}.epsilon_loss", 0.0)
     eta = metrics.get(f"{site}.eta", 0.0)
-    sizes = np.geomspace(10, max(1e6, needed["N"] * 100), 200)
     common = {k: needed[k] for k in ("P", "m", "V", "risk")}
+    common.update(delta=source.config.get("delta", 0.05), a=source.config.get("smoothing", 0.5))
+    sizes = np.geomspace(10, max(1e6, needed["N"] * 100), 200)
     totals = [ssd.bound(**common, N=n, eps_loss=eps_loss, eta=eta).total for n in sizes]
     crossing = ssd.crossing_size(**common, eps_loss=eps_loss, eta=eta)
     used = ssd.bound(**common, N=needed["N"], eps_loss=eps_loss, eta=eta).total

@@ -30,7 +30,12 @@ QUICK_GROUP_MIN_ROWS = 8
 #: Columns whose values split the data into groups that a quick pass must all keep.
 GROUP_COLUMNS = ("task", "condition")
 #: Options made cheaper in a quick pass, applied to each analysis whose config has the field.
-QUICK_OPTIONS: dict[str, Any] = {"n_bootstrap": 100, "n_shuffles": 20, "bootstrap": 50, "samples": 20_000}
+QUICK_OPTIONS: dict[str, Any] = {
+    "n_bootstrap": 100,
+    "n_shuffles": 20,
+    "bootstrap": 50,
+    "samples": 20_000,
+}
 
 
 @dataclass

@@ -220,12 +220,18 @@ def _sae_features(result: Result) -> list[str]:
             f"{number(mean_k['heldout'])} on held-out English and {others or 'not measured'} "
             "on out-of-distribution inputs; an AUROC near 1 means k alone tells them apart."
         )
-    bound = metrics.get(f"{site}.bound", math.nan)
-    n_star = metrics.get(f"{site}.n_star", math.nan)
-    lines.append(
-        f"The generalisation bound U is {number(bound)} bits per token; it becomes non-vacuous "
-        f"(better than guessing) from about N* = {number(n_star)} held-out sequences."
-    )
+    if f"{site}.bound" in metrics:
+        lines.append(
+            f"The generalisation bound U is {number(metrics[f'{site}.bound'])} bits per token; it "
+            f"becomes non-vacuous (better than guessing) from about N* = "
+            f"{number(metrics.get(f'{site}.n_star', math.nan))} held-out sequences."
+        )
+    else:
+        lines.append(
+            "The model has no language-model loss (an encoder), so the SSD bound, which bounds "
+            "that loss, is not computed; the fidelity of the SAE's reconstruction is measured "
+            "on the output instead."
+        )
     return lines
 
 
