@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_bert, tiny_gpt2, tiny_hooked_transformer
 from sae_lens.saes.sae import SAEMetadata
 from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
@@ -302,11 +303,7 @@ PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\|")
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    model, tokenizer = tiny_gpt2()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return saved_model(tmp_path_factory.mktemp("tiny-gpt2"), tiny_gpt2)
 
 
 def jsonl(folder: Path, rows: list[dict]) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from helpers.minimal_analysis import register_minimal_analysis
+from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_bert
 from typer.testing import CliRunner
 
@@ -18,11 +19,7 @@ RUN = ["run", "activation-stats"]
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A tiny BERT saved as a user's local model folder (safetensors, tokenizer beside it)."""
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    model, tokenizer = tiny_bert()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return saved_model(tmp_path_factory.mktemp("tiny-bert"), tiny_bert)
 
 
 def one_line_error(done, *fragments: str) -> str:

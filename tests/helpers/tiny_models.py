@@ -185,7 +185,7 @@ def tiny_encoder(
     )
     if model_type == "t5":
         shape["d_kv"] = 8
-    hf_config = AutoConfig.for_model(model_type, **shape, **config)
+    hf_config = AutoConfig.for_model(model_type, **{**shape, **config})
     torch.manual_seed(seed)
     build = T5EncoderModel if model_type == "t5" else AutoModel.from_config
     return build(hf_config).eval(), tokenizer

@@ -571,6 +571,10 @@ def load_nnsight(
     safe = {"local_files_only": local_only, "trust_remote_code": trust_remote_code}
     config = AutoConfig.from_pretrained(source, **safe)
     loader = AutoModelForCausalLM if _is_decoder(config) else AutoModel
+    if getattr(config, "is_encoder_decoder", False):
+        # Representations are read from the encoder (T5, Flan-T5): its stack alone runs on
+        # token ids, where the whole model would also need decoder inputs.
+        from transformers import AutoModelForTextEncoding as loader
     model = loader.from_pretrained(source, config=config, dtype=dtype, weights_only=True, **safe)
     if device is not None:
         model = model.to(device)

@@ -1,0 +1,115 @@
+"""Overhead of geomlens over the bare forward pass of the same model, on the same batches.
+
+Conditions, interleaved over ``--repeats`` rounds (bare, one analysis, …, all fused, bare, …):
+- ``bare``: tokenise each batch and run the model's own forward (no hooks, no analyses);
+- ``activation-stats``: activation-stats at its default sites (every block's residual stream);
+- each built-in analysis alone at its default sites (``--each``);
+- ``all``: every built-in analysis fused in one pass at its default sites.
+Reported: seconds per condition and ``<condition>_over_bare`` = median / median of bare.
+Analyses are set up (SAE loaded or trained, linearisation calibrated) on one batch before
+timing; one more ordinary fused run after it reports ``finalize_seconds`` separately.
+
+    python benchmarks/bench_overhead.py --inputs 128 --repeats 3 --out benchmarks/results/overhead_cpu_minilm.json
+    python benchmarks/bench_overhead.py --model gpt2 --device cuda --inputs 2048 --batch-size 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+import geomlens as gl
+from geomlens.benchmarking import (
+    bare_forward,
+    builtin_analyses,
+    count_tokens,
+    interleaved,
+    labelled_corpus,
+    median_ratio,
+)
+from geomlens.engine import build_analyses, stream
+
+try:
+    from common import machine, write
+except ImportError:  # imported as benchmarks.bench_overhead
+    from benchmarks.common import machine, write
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--inputs", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--each", action="store_true", help="Also time each analysis alone.")
+    parser.add_argument("--analyses", nargs="*", default=None, help="Default: every built-in.")
+    parser.add_argument("--option", nargs="*", default=[], help="NAME.KEY=VALUE for one analysis.")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    adapter = gl.load(args.model, backend="nnsight", device=device, dtype=args.dtype)
+    dataset = labelled_corpus(args.inputs)
+    names = args.analyses or builtin_analyses()
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in args.option:
+        target, assignment = item.split(".", 1)
+        key, value = assignment.split("=", 1)
+        overrides.setdefault(target, {})[key] = value if not value.isdigit() else int(value)
+
+    def analyses(selected: list[str]) -> list[gl.Analysis]:
+        return [build_analyses(n, overrides.get(n, {}))[0] for n in selected]
+
+    groups = {"activation-stats": ["activation-stats"], "all": names}
+    if args.each:
+        groups.update({name: [name] for name in names if name != "activation-stats"})
+    prepared = {label: analyses(selected) for label, selected in groups.items()}
+    options = {"batch_size": args.batch_size, "max_length": args.max_length, "progress": False}
+    setup_seconds = {}
+    for label, built in prepared.items():  # set up and warm up outside the timing
+        started = time.perf_counter()
+        stream(
+            built, adapter, dataset, rows=np.arange(min(len(dataset), args.batch_size)), **options
+        )
+        setup_seconds[label] = time.perf_counter() - started
+    bare_forward(adapter, dataset, args.batch_size, args.max_length)
+
+    conditions = {"bare": lambda: bare_forward(adapter, dataset, args.batch_size, args.max_length)}
+    for label, built in prepared.items():
+        conditions[label] = lambda built=built: stream(built, adapter, dataset, **options)
+    seconds = interleaved(conditions, args.repeats, device)
+    # The timed instances saw the data several times; one more, ordinary run finalises.
+    fused = gl.run(analyses(names), adapter, dataset, **options)
+    finalize_seconds = {n: r.provenance["finalize_seconds"] for n, r in fused.items()}
+    numbers: dict[str, Any] = {
+        "benchmark": "overhead over the bare forward pass",
+        "model": adapter.model_id,
+        "device": str(device),
+        "dtype": args.dtype,
+        "inputs": args.inputs,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "repeats": args.repeats,
+        "tokens": count_tokens(adapter, dataset, args.batch_size, args.max_length),
+        "analyses_fused": names,
+        "sites_fused": sorted(
+            {adapter.resolve_site(s) for a in prepared["all"] for s in a.sites(adapter)}
+        ),
+        "seconds": seconds,
+        **{f"{label}_over_bare": median_ratio(seconds, label, "bare") for label in prepared},
+        "setup_and_warmup_seconds": setup_seconds,
+        "finalize_seconds": finalize_seconds,
+        "machine": machine(),
+    }
+    return write(numbers, args.out)
+
+
+if __name__ == "__main__":
+    main()

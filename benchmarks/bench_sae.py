@@ -1,0 +1,85 @@
+"""SAE counting (sae-features, no splice) against the bare ``sae.encode`` on the same batches.
+
+``bare``: per batch, capture the SAE's site (the forward stops there) and call ``sae.encode``.
+``sae-features``: the analysis with ``fidelity=False`` (no second, spliced forward pass), which
+encodes the same activations and keeps the active counts, the pool and the per-input latents.
+Both start from the same SAE: the one sae-features uses by default (trained offline on the
+bundled corpus and cached), or ``--sae`` (a folder saved by sae-lens or ``release/sae_id``).
+
+    python benchmarks/bench_sae.py --inputs 128 --repeats 3 --out benchmarks/results/sae_cpu_minilm.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+import torch
+
+import geomlens as gl
+from geomlens.analyses.sae_features import SAEFeatures
+from geomlens.benchmarking import interleaved, labelled_corpus, median_ratio
+from geomlens.engine import batch_indices, stream
+
+try:
+    from common import machine, write
+except ImportError:  # imported as benchmarks.bench_sae
+    from benchmarks.common import machine, write
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--sae", default=None, help="Default: sae-features' own default SAE.")
+    parser.add_argument("--inputs", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    adapter = gl.load(args.model, backend="nnsight", device=device)
+    dataset = labelled_corpus(args.inputs)
+    options = {"batch_size": args.batch_size, "max_length": args.max_length, "progress": False}
+    counting = SAEFeatures(sae=args.sae, fidelity=False)
+    first = np.arange(min(len(dataset), args.batch_size))
+    stream([counting], adapter, dataset, rows=first, **options)  # set up: load / train the SAE
+    ((site, sae),) = counting.saes
+
+    def bare() -> None:
+        with torch.no_grad():
+            for index in batch_indices(len(dataset), args.batch_size):
+                inputs = adapter.encode(dataset, index, max_length=args.max_length)
+                sae.encode(adapter.capture(inputs, [site])[site])
+
+    bare()  # warm-up
+    seconds = interleaved(
+        {
+            "bare_encode": bare,
+            "sae-features": lambda: stream([counting], adapter, dataset, **options),
+        },
+        args.repeats,
+        device,
+    )
+    numbers = {
+        "benchmark": "sae-features counting vs bare sae.encode",
+        "model": adapter.model_id,
+        "device": str(device),
+        "site": site,
+        "d_sae": int(sae.cfg.d_sae),
+        "inputs": args.inputs,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "repeats": args.repeats,
+        "seconds": seconds,
+        "sae_features_over_bare_encode": median_ratio(seconds, "sae-features", "bare_encode"),
+        "machine": machine(),
+    }
+    return write(numbers, args.out)
+
+
+if __name__ == "__main__":
+    main()
