@@ -63,7 +63,7 @@ def test_planted_step_profile_is_recovered(epsilon, delta):
     assert chosen.family == "step"
     assert chosen.epsilon == pytest.approx(epsilon, rel=0.1)
     assert chosen.delta == pytest.approx(delta, abs=0.03)
-    assert [f.family for f in fits] == list(FAMILIES)
+    assert [f.family for f in fits] == [*FAMILIES, "flat"]
 
 
 def _clustered_step():
@@ -164,3 +164,16 @@ def test_half_width_is_where_the_planted_g_is_halfway():
     result = _run(kernel_features(LINE, "exponential", 12.0, 0.2), LINE)
     # (1 - Δ) e^(-d/ε) + Δ = (1 + Δ)/2  at  d = ε ln 2
     assert result[f"{SITE}.half_width"] == pytest.approx(12.0 * np.log(2), rel=0.1)
+
+
+def test_a_similarity_that_does_not_fall_has_no_scale(tmp_path):
+    # Every stimulus has the same representation (cosine 1 at every distance): g is flat, the
+    # one-parameter flat model wins, and there is no resolution to report: NaN, not a
+    # made-up number.
+    result = _run(np.ones((len(LINE), 8)), LINE)
+    assert [r["family"] for r in result.tables["fits"] if r["chosen"]] == ["flat"]
+    assert np.isnan(result[f"{SITE}.epsilon"]) and np.isnan(result[f"{SITE}.delta"])
+    assert np.isnan(result[f"{SITE}.p_similarity_theory"])
+    assert result[f"{SITE}.p_identification"] == pytest.approx(0.5, abs=1e-3)  # all alike
+    result.to_json(tmp_path / "flat.json")
+    gl.Result.from_json(tmp_path / "flat.json").plot(tmp_path / "flat.png")

@@ -47,6 +47,7 @@ FAMILIES = ("step", "linear", "exponential", "gaussian")
 # Noise levels whose fronts (Theorem 2) are drawn beside the universal one.
 NOISE_CURVES = (0.1, 0.3, 0.5)
 _GRID = 160
+_RESIDUAL_FLOOR = 1e-10
 
 
 def family_shape(family: str, distances: np.ndarray, epsilon: float) -> np.ndarray:
@@ -99,6 +100,9 @@ def fit_family(
 ) -> Fit:
     """Least squares of amplitude · ((1 − Δ) shape(d/ε) + Δ) to binned means.
 
+    ε and Δ are NaN when the best fit does not fall with distance from a positive value (the
+    representation shows no resolution there).
+
     For a fixed ε the model is linear in (a, c) = (amplitude (1 − Δ), amplitude Δ), solved in
     closed form; ε is found on a log grid then refined (step: thresholds between distances).
     ``within`` is the pairs' squared deviation from their bin means, so the RSS and AIC are
@@ -119,6 +123,10 @@ def fit_family(
         flat = det <= 1e-12 * sss * sw  # shape constant over the bins: only c is fitted
         safe = np.where(flat, 1.0, det)
         a = np.where(flat, 0.0, (ssm * sw - ss * sm) / safe)
+        # A similarity that rises with distance is no resolution: keep a >= 0 (the constrained
+        # optimum is then the flat fit a = 0).
+        flat = flat | (a < 0)
+        a = np.where(flat, 0.0, a)
         c = np.where(flat, sm / sw, (sss * sm - ss * ssm) / safe)
         rss = np.maximum(smm - a * ssm - c * sm, 0.0)
         return rss, a, c
@@ -143,11 +151,35 @@ def fit_family(
             epsilon = float(np.exp(refined.x))
     rss_between, a, c = (float(x[0]) for x in solve(epsilon))
     amplitude = a + c
-    delta = c / amplitude if amplitude != 0 else float("nan")
-    pairs = float(w.sum())
+    if a > 0 and amplitude > 0:
+        delta = c / amplitude
+    else:
+        # g does not fall from a positive value at d = 0: no scale to report (NaN, not a
+        # number that looks like one).
+        epsilon = delta = float("nan")
+    return Fit(
+        family, epsilon, float(delta), float(amplitude), *_rss_aic(rss_between, within, w, 3)
+    )
+
+
+def _rss_aic(
+    rss_between: float, within: float, counts: np.ndarray, parameters: int
+) -> tuple[float, float]:
+    """Pair-level RSS and AIC = pairs · log(RSS / pairs) + 2 · parameters."""
+    pairs = float(counts.sum())
     rss = rss_between + within
-    aic = pairs * np.log(max(rss, np.finfo(float).tiny) / pairs) + 2 * 3
-    return Fit(family, epsilon, float(delta), float(amplitude), rss, float(aic))
+    # Residuals below 1e-10 per pair are rounding, not fit: they all count as that floor, so
+    # an exact profile is not "fitted better" by a family that only chases rounding errors.
+    floor = pairs * _RESIDUAL_FLOOR**2
+    return rss, float(pairs * np.log(max(rss, floor) / pairs) + 2 * parameters)
+
+
+def fit_flat(means: np.ndarray, counts: np.ndarray, within: float) -> Fit:
+    """The no-resolution model: one similarity at every distance (one parameter)."""
+    level = float(np.average(means, weights=counts))
+    rss_between = float((counts * (means - level) ** 2).sum())
+    nan = float("nan")
+    return Fit("flat", nan, nan, level, *_rss_aic(rss_between, within, counts, 1))
 
 
 def fit_profile(
@@ -157,7 +189,8 @@ def fit_profile(
     mean_d, mean_s, squares, count = binned_pairs(distances, similarity, edges, pairs)
     keep = count > 0
     within = float(squares[keep].sum())
-    return [fit_family(f, mean_d[keep], mean_s[keep], count[keep], within) for f in FAMILIES]
+    fits = [fit_family(f, mean_d[keep], mean_s[keep], count[keep], within) for f in FAMILIES]
+    return [*fits, fit_flat(mean_s[keep], count[keep], within)]
 
 
 def bootstrap_fits(
@@ -186,6 +219,11 @@ def bootstrap_fits(
             continue
         out[k] = fit.epsilon, fit.delta
     return out
+
+
+def _finite(value: Any) -> bool:
+    """A number that survived the JSON round trip (NaN is written as null)."""
+    return value is not None and bool(np.isfinite(value))
 
 
 def _beyond_front(p_s: float, p_i: float) -> bool:
@@ -275,11 +313,15 @@ class Resolution(Similarity):
                 }
                 for f in fits
             )
-            boot = bootstrap_fits(measured, chosen.family, edges, config.bootstrap, seed)
+            resamples = config.bootstrap if chosen.family != "flat" else 0
+            boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
+            # Resamples whose g does not fall give no ε; they are left out of the interval
+            # and counted here.
+            flat_share = float(np.mean(~np.isfinite(boot[:, 0]))) if len(boot) else float("nan")
             tail = 100 * (1 - config.confidence) / 2
             (eps_low, delta_low), (eps_high, delta_high) = (
                 np.nanpercentile(boot, [tail, 100 - tail], axis=0)
-                if config.bootstrap and np.isfinite(boot).any()
+                if np.isfinite(boot).all(axis=1).any()
                 else np.full((2, 2), np.nan)
             )
             placement = self._placement(measured, chosen, front, seed)
@@ -288,10 +330,11 @@ class Resolution(Similarity):
                     f"{site}.epsilon": chosen.epsilon,
                     f"{site}.epsilon_ci_low": float(eps_low),
                     f"{site}.epsilon_ci_high": float(eps_high),
-                    f"{site}.half_width": chosen.epsilon * HALF_WIDTH[chosen.family],
+                    f"{site}.half_width": chosen.epsilon * HALF_WIDTH.get(chosen.family, np.nan),
                     f"{site}.delta": chosen.delta,
                     f"{site}.delta_ci_low": float(delta_low),
                     f"{site}.delta_ci_high": float(delta_high),
+                    f"{site}.bootstrap_without_scale": flat_share,
                     **{f"{site}.{k}": v for k, v in placement.items() if k != "regime"},
                 }
             )
@@ -318,23 +361,28 @@ class Resolution(Similarity):
             "samples": config.samples,
             "seed": seed,
         }
-        balls = finite_ball(measured.distances, chosen.epsilon)
-        shape = normalised_g(chosen.family, chosen.epsilon, min(chosen.delta, 1.0))
-        # The Luce rule needs g >= 0: a negative floor (centred cosines of far stimuli) counts as
-        # 0, as a ReLU would; the measured matrix below is treated the same way.
-        predicted = theory.evaluate(
-            measured.distances, lambda d: np.clip(shape(d), 0.0, None), 2, **protocol
-        )
+        if np.isfinite(chosen.epsilon):
+            balls = finite_ball(measured.distances, chosen.epsilon)
+            shape = normalised_g(chosen.family, chosen.epsilon, min(chosen.delta, 1.0))
+            # The Luce rule needs g >= 0: a negative floor (centred cosines of far stimuli)
+            # counts as 0, as a ReLU would; the measured matrix below is treated the same way.
+            predicted = theory.evaluate(
+                measured.distances, lambda d: np.clip(shape(d), 0.0, None), 2, **protocol
+            )
+            theory_point = (predicted.p_s, predicted.p_i)
+            mean_b, var_b = float(balls.mean()), float(balls.var())
+        else:  # no resolution scale: nothing for the theory to place
+            theory_point = (float("nan"), float("nan"))
+            mean_b = var_b = float("nan")
         empirical = theory.evaluate(
             measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
         )
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
-        mean_b = float(balls.mean())
         return {
             "mean_b": mean_b,
-            "var_b": float(balls.var()),
-            "p_similarity_theory": predicted.p_s,
-            "p_identification_theory": predicted.p_i,
+            "var_b": var_b,
+            "p_similarity_theory": theory_point[0],
+            "p_identification_theory": theory_point[1],
             "p_similarity": empirical.p_s,
             "p_identification": empirical.p_i,
             "front_distance": float(position.distance),
@@ -355,10 +403,13 @@ class Resolution(Similarity):
         sites = list(chosen)
         colours = dict(zip(sites, plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))))
         figure, (ax_g, ax_plane) = plt.subplots(1, 2, figsize=(12, 4.6))
-        plot_profiles(ax_g, result.tables["g_of_d"], {s: r["amplitude"] for s, r in chosen.items()})
+        decaying = {s: r for s, r in chosen.items() if _finite(r["epsilon"])}
+        plot_profiles(
+            ax_g, result.tables["g_of_d"], {s: r["amplitude"] for s, r in decaying.items()}
+        )
         top = max((r["distance"] for r in result.tables["g_of_d"]), default=1.0)
         grid = np.linspace(0, top, 300)
-        for site, fit in chosen.items():
+        for site, fit in decaying.items():
             g = normalised_g(fit["family"], fit["epsilon"], fit["delta"])(grid)
             ax_g.plot(grid, g, color=colours[site], lw=1)
         ax_g.set_ylabel("g(d) / fitted g(0)")
@@ -377,9 +428,10 @@ class Resolution(Similarity):
         for row in result.tables.get("placement", []):
             colour = colours.get(row["site"], "C0")
             ax_plane.plot(row["p_similarity"], row["p_identification"], "o", color=colour)
-            ax_plane.plot(
-                row["p_similarity_theory"], row["p_identification_theory"], "x", color=colour
-            )
+            if _finite(row["p_similarity_theory"]):
+                ax_plane.plot(
+                    row["p_similarity_theory"], row["p_identification_theory"], "x", color=colour
+                )
         ax_plane.plot([], [], "ko", label="measured (per site)")
         ax_plane.plot([], [], "kx", label="fitted g (per site)")
         ax_plane.set_xlabel("p_S (similarity test, n = 2)")
