@@ -38,6 +38,7 @@ from geomlens.finite_check import NonFiniteWatch
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
+from geomlens.position_limit import explain_index_error
 from geomlens.registry import analysis_class
 from geomlens.results import Result
 
@@ -234,7 +235,12 @@ def _feed(
             inputs = adapter.encode(chunk, index, padding_side=padding_side, max_length=max_length)
             if not sized:
                 inputs = dataclasses.replace(inputs, index=global_rows)
-            batch = Batch(adapter.capture(inputs, sites), inputs, chunk.column_batch(index))
+            try:
+                captured = adapter.capture(inputs, sites)
+            except IndexError as error:  # an input longer than the model's position table
+                tokens = inputs.attention_mask.shape[-1]
+                raise explain_index_error(error, adapter, tokens) from error
+            batch = Batch(captured, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
             for analysis in analyses:
                 analysis.update(batch)
