@@ -4,6 +4,8 @@ embedding before its LayerNorm, T5 loaded as its encoder."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -109,3 +111,33 @@ def test_an_encoder_decoder_checkpoint_loads_as_its_encoder(tmp_path):
         encode_token_ids(ROWS, np.arange(3), padding_side="left"), adapter.sites()
     )
     assert acts["blocks.1.mlp.hook_post"].shape[-1] == encoder.config.d_ff
+
+
+def test_the_refused_cohere_bridge_really_differs_from_the_model():
+    """Evidence for the refusal: TransformerLens's own Cohere bridge (built directly) gives block
+    inputs that differ from the model's hidden states far beyond round-off. If a TransformerLens
+    release fixes this, this test fails: lift the refusal then."""
+    from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
+
+    hf_model, _ = tiny_decoder("cohere")
+    bridge = build_bridge_from_module(
+        copy.deepcopy(hf_model), "CohereForCausalLM", hf_config=hf_model.config
+    )
+    _, cache = bridge.run_with_cache(torch.tensor([ROWS[0]]))
+    hidden = own_hidden(hf_model, ROWS[0])
+    assert (cache["blocks.1.hook_resid_pre"][0] - hidden[1][0]).abs().max() > 1e-5
+
+
+def test_an_edit_inside_opts_flattened_mlp_matches_the_bridge():
+    hf_model, tokenizer = tiny_decoder("opt", ffn_dim=64, word_embed_proj_dim=32)
+    inputs = encode_token_ids(ROWS, np.arange(3), padding_side="left")
+    results = []
+    for adapter in (
+        NNsightAdapter(hf_model, tokenizer=tokenizer),
+        TransformerLensAdapter.from_hf(hf_model, tokenizer),
+    ):
+        with adapter.intervene("blocks.0.mlp.hook_post", lambda act: act * 0.5):
+            results.append(adapter.capture(inputs, ["blocks.1.hook_resid_post"]))
+    real = inputs.attention_mask
+    site = "blocks.1.hook_resid_post"
+    torch.testing.assert_close(results[0][site][real], results[1][site][real], atol=1e-5, rtol=0)
