@@ -107,6 +107,8 @@ def test_bad_image_inputs_fail_clearly_before_any_pass(vit, image_files):
     adapter = gl.attach(model)  # no processor
     with pytest.raises(ValueError, match="need a processor.*processor=AutoProcessor"):
         adapter.encode(as_dataset({"images": image_files}), np.arange(2))
+    with pytest.raises(ValueError, match="must be numbers.*under 'images', with a processor"):
+        as_dataset({"pixel_values": image_files})
     with pytest.raises(ValueError, match=r"\{'pixel_values': 3\} examples and 2 texts"):
         Dataset(texts=["a", "b"], inputs={"pixel_values": np.zeros((3, 3, 32, 32))})
     resnet = seeded(TinyResNet)

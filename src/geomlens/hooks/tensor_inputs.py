@@ -55,19 +55,8 @@ def check_named_inputs(inputs: Mapping[str, Any], rows: int | None = None) -> di
             "inputs must be a non-empty mapping of named model inputs, e.g. "
             "{'pixel_values': array [N, C, H, W]} or {'images': [paths]}."
         )
-    checked: dict[str, Any] = {}
-    lengths = {}
-    for name, values in inputs.items():
-        if name == IMAGES:
-            values = list(values)
-        elif not isinstance(values, torch.Tensor):
-            values = (
-                torch.as_tensor(np.asarray(values))
-                if not isinstance(values, list) or not values or not hasattr(values[0], "shape")
-                else list(values)
-            )
-        checked[name] = values
-        lengths[name] = len(values)
+    checked = {name: _as_rows(name, values) for name, values in inputs.items()}
+    lengths = {name: len(values) for name, values in checked.items()}
     if len(set(lengths.values())) != 1 or (rows is not None and rows not in lengths.values()):
         beside = f" and {rows} texts / token-id rows" if rows is not None else ""
         raise ValueError(
@@ -75,6 +64,28 @@ def check_named_inputs(inputs: Mapping[str, Any], rows: int | None = None) -> di
             "per example."
         )
     return checked
+
+
+def _as_rows(name: str, values: Any) -> Any:
+    """One input's values as rows: image files / PIL images as a list; numbers as a tensor
+    ``[N, ...]``; per-example arrays of different shapes as a list (handed over as they are)."""
+    if name == IMAGES:
+        return list(values)
+    if isinstance(values, torch.Tensor):
+        return values
+    if isinstance(values, (list, tuple)) and values and hasattr(values[0], "shape"):
+        shapes = {tuple(np.shape(v)) for v in values}
+        if len(shapes) > 1:
+            return list(values)
+        values = np.stack([np.asarray(v) for v in values])
+    array = np.asarray(values)
+    if array.dtype.kind not in "biuf" or array.ndim == 0:
+        raise ValueError(
+            f"Model input {name!r} must be numbers, an array [N, ...] with one entry per "
+            f"example; got {type(values).__name__}. Image files and PIL images go under "
+            f"{IMAGES!r}, with a processor."
+        )
+    return torch.as_tensor(array)
 
 
 def _image(value: Any) -> Any:
