@@ -208,6 +208,7 @@ class NNsightAdapter(Adapter):
         return {
             **super().describe(),
             "architecture": self.table.family,
+            "positions": self.table.positions,
             "model_type": getattr(self.config, "model_type", None),
             "numerics": NUMERICS,
             "model_class": type(self._module).__name__,
