@@ -123,7 +123,7 @@ for (weight, point), colour in zip(points.items(), colours):
     ax.plot(point.p_s, point.p_i, "o", color=colour, ms=7, label=f"λ = {weight:g}")
 ax.set_xlabel("p_S (generalisation)")
 ax.set_ylabel("p_I (identification)")
-ax.legend(fontsize=7)
+ax.legend(fontsize=7, loc="upper right")
 ax.set_title("digits CNN: the loss weight λ moves the net along the front")
 figure.tight_layout()
 atomic_save_figure(figure, FIGURE, dpi=120)
