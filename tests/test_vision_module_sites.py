@@ -294,3 +294,9 @@ def test_conformance_check_says_a_module_only_model_has_no_canonical_sites(resne
 
     with pytest.raises(ValueError, match="no canonical sites, only module:PATH"):
         check_adapter(resnet[1])
+
+
+def test_other_backends_say_module_sites_are_read_by_nnsight():
+    recorded = gl.attach({"blocks.0.hook_resid_post": np.zeros((3, 4), dtype=np.float32)})
+    with pytest.raises(ValueError, match="read by the nnsight backend.*not by the 'recorded'"):
+        recorded.resolve_site("module:layer1")

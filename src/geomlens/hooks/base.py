@@ -151,6 +151,13 @@ class Adapter(ABC):
                     f"Offered sites ({len(valid)}): {', '.join(valid[:12])}"
                     + (", …" if len(valid) > 12 else "")
                 )
+            if site.startswith("module:"):
+                raise UnknownSiteError(
+                    f"Site {site!r} is a module path; module:PATH sites are read by the nnsight "
+                    f"backend (gl.attach(model, backend='nnsight')), not by the {self.backend!r} "
+                    f"one, which offers: {', '.join(valid[:12])}"
+                    + (", …" if len(valid) > 12 else "")
+                )
             raise unknown_site_error(site, valid, self.model_id)
         return site
 
