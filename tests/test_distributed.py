@@ -112,3 +112,22 @@ def test_torchrun_cli_equals_one_process(tmp_path, adapter):
     assert_same_results(got, expected)
     assert got.provenance["world_size"] == 2
     assert len(list((tmp_path / "ckpt").iterdir())) == 2
+
+
+def test_device_map_and_max_memory_pass_through_to_loading(tmp_path):
+    hf_model, tokenizer = tiny_gpt2()
+    hf_model.save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    rows = RECIPES["activation-stats"].rows()
+    expected = gl.run("activation-stats", gl.load(tmp_path / "tiny"), rows, batch_size=4)
+    placed = gl.load(tmp_path / "tiny", device_map="cpu", max_memory={"cpu": "1GiB"})
+    assert_same_results(gl.run("activation-stats", placed, rows, batch_size=4), expected)
+    # The limits reach accelerate: with no room in memory, the weights are offloaded to disk.
+    starved = gl.load(tmp_path / "tiny", device_map="auto", max_memory={"cpu": "1KiB"})
+    assert any(p.device.type == "meta" for p in starved.model.parameters())
+    with pytest.raises(ValueError, match="nnsight backend only"):
+        gl.load(tmp_path / "tiny", backend="transformer-lens", device_map="auto")
+    with pytest.raises(ValueError, match="either device or device_map"):
+        gl.load(tmp_path / "tiny", device="cpu", device_map="auto")
+    with pytest.raises(ValueError, match="max_memory needs a device_map"):
+        gl.load(tmp_path / "tiny", max_memory={"cpu": "1GiB"})

@@ -105,8 +105,14 @@ def load(
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
     trust_remote_code: bool = False,
+    device_map: str | dict[str, Any] | None = None,
+    max_memory: dict[Any, str] | None = None,
 ) -> Adapter:
     """Load a Hugging Face model by name or local path and attach it (default: MiniLM, nnsight).
+
+    ``device_map`` / ``max_memory`` (nnsight backend) are passed to ``from_pretrained`` to
+    spread a model too large for one device over several (``device_map="auto"``); inputs then
+    go to the device of the first layer. See docs/scale.md.
 
     Loading is safe by default: weights come only from safetensors files or from
     ``torch.load(weights_only=True)`` (a checkpoint whose pickle carries code is refused), and
@@ -123,12 +129,26 @@ def load(
     dtype = dtype or torch.float32
     if device is not None:
         device = check_device(device)
+    placement: dict[str, Any] = {}
+    if device_map is not None or max_memory is not None:
+        if backend != "nnsight":
+            raise ValueError(
+                "device_map / max_memory are passed through on the nnsight backend only; load "
+                "with backend='nnsight', or place a TransformerLens model yourself and attach it."
+            )
+        if device is not None:
+            raise ValueError("Give either device or device_map, not both.")
+        if device_map is None:
+            raise ValueError("max_memory needs a device_map as well (e.g. device_map='auto').")
+        placement = {"device_map": device_map, "max_memory": max_memory}
     if backend == "transformer-lens":
         from geomlens.hooks.transformer_lens import load_transformer_lens as loader
     else:
         from geomlens.hooks.nnsight import load_nnsight as loader
     try:
-        adapter = loader(source, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+        adapter = loader(
+            source, device=device, dtype=dtype, trust_remote_code=trust_remote_code, **placement
+        )
     except pickle.UnpicklingError as error:
         raise ValueError(
             f"Refused to load model {model_id!r}: its weights file is a pickle that would run "

@@ -555,8 +555,13 @@ def load_nnsight(
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
     trust_remote_code: bool = False,
+    device_map: str | dict[str, Any] | None = None,
+    max_memory: dict[Any, str] | None = None,
 ) -> NNsightAdapter:
     """Load a Hugging Face model and its tokenizer by hub name or local folder, for nnsight.
+
+    ``device_map`` / ``max_memory`` go to ``from_pretrained`` (accelerate places the layers);
+    ``device`` then must be None.
 
     Decoders (a causal-LM architecture in the config) load with ``AutoModelForCausalLM``,
     encoders such as BERT / MiniLM with ``AutoModel``. A local folder is read without any
@@ -576,7 +581,10 @@ def load_nnsight(
         # Representations are read from the encoder (T5, Flan-T5): its stack alone runs on
         # token ids, where the whole model would also need decoder inputs.
         from transformers import AutoModelForTextEncoding as loader
-    model = loader.from_pretrained(source, config=config, dtype=dtype, weights_only=True, **safe)
+    placement = {"device_map": device_map, "max_memory": max_memory} if device_map else {}
+    model = loader.from_pretrained(
+        source, config=config, dtype=dtype, weights_only=True, **safe, **placement
+    )
     if device is not None:
         model = model.to(device)
     model.eval()
