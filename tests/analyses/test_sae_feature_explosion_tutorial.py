@@ -31,7 +31,7 @@ def test_tutorial_runs_on_cpu(tmp_path, capsys):
     returned = _load_script().main(
         [
             "--model", str(tmp_path / "model"), "--sae", str(tmp_path / "sae"),
-            "--device", "cpu", "--calibration-rows", "6", "--heldout-rows", "6",
+            "--device", "cpu", "--backend", "transformer-lens", "--calibration-rows", "6", "--heldout-rows", "6",
             "--ood-rows", "4", "--max-tokens", "20", "--batch-size", "8", "--out", str(out),
         ]
     )  # fmt: skip

@@ -78,7 +78,11 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--device", default="cuda", help="cuda, cpu, ...")
     parser.add_argument(
-        "--backend", default="transformer-lens", help="transformer-lens or nnsight."
+        "--backend",
+        default="hooked-transformer",
+        help="hooked-transformer (HookedTransformer.from_pretrained with the SAE's own "
+        "model_from_pretrained_kwargs: the numerics sae-lens SAEs were trained on), "
+        "transformer-lens (a TransformerBridge, raw HF numerics) or nnsight.",
     )
     parser.add_argument("--site", default=None, help="Override the SAE's own site.")
     parser.add_argument("--calibration-rows", type=int, default=512)
@@ -94,8 +98,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     from geomlens.sae import load_sae
 
-    adapter = gl.load(args.model, backend=args.backend, device=args.device)
-    sae = load_sae(args.sae, device=str(adapter.device))
+    sae = load_sae(args.sae)
+    if args.backend == "hooked-transformer":
+        from transformer_lens import HookedTransformer
+
+        # Published SAEs were trained on HookedTransformer activations (LayerNorm folded,
+        # writing weights centred, ...): load the model as sae-lens would, or k shifts.
+        kwargs = dict(sae.cfg.metadata.get("model_from_pretrained_kwargs") or {})
+        model = HookedTransformer.from_pretrained(args.model, device=args.device, **kwargs)
+        adapter = gl.attach(model)
+    else:
+        adapter = gl.load(args.model, backend=args.backend, device=args.device)
+    sae = sae.to(adapter.device)
     data = feature_explosion_data(
         adapter.tokenizer,
         calibration_rows=args.calibration_rows,
