@@ -11,18 +11,15 @@ from geomlens.data import stimuli
 from geomlens.hooks.nnsight import NNsightAdapter
 from geomlens.hooks.transformer_lens import TransformerLensAdapter
 
-WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
-
 
 def test_both_backends_give_the_same_profile_and_epsilon():
     model, tokenizer = tiny_gpt2()
-    words = stimuli.render(
-        ["it happened in the year {value} .", "the cat sat on the mat in year {value} ."],
-        WORDS,
-        coordinates=range(1, 11),
-    )
+    # Stimulus x is x "red" then 10 - x "blue": even random weights then represent x in a way
+    # that varies smoothly with x, so g(d) falls and every family has a finite ε to compare.
+    texts = [" ".join(["red"] * x + ["blue"] * (10 - x)) for x in range(11)]
+    mixtures = {"text": texts, "coordinate": list(range(11))}
     results = [
-        gl.run("resolution", adapter, words.as_data(), bootstrap=30, progress=False)
+        gl.run("resolution", adapter, mixtures, bootstrap=30, progress=False)
         for adapter in (
             NNsightAdapter(model, tokenizer=tokenizer),
             TransformerLensAdapter.from_hf(model, tokenizer),
@@ -30,10 +27,16 @@ def test_both_backends_give_the_same_profile_and_epsilon():
     ]
     nnsight, bridge = results
     assert nnsight.provenance["backend"] != bridge.provenance["backend"]
-    assert len(nnsight.tables["g_of_d"]) == 2 * 9  # two layers, distances 1..9
+    assert len(nnsight.tables["g_of_d"]) == 2 * 10  # two layers, distances 1..10
     for a, b in zip(nnsight.tables["g_of_d"], bridge.tables["g_of_d"]):
         assert (a["site"], a["distance"], a["count"]) == (b["site"], b["distance"], b["count"])
         assert a["mean"] == pytest.approx(b["mean"], abs=1e-5)
+    # Every family's ε, and the same family chosen.
+    epsilons = [[r["epsilon"] for r in result.tables["fits"]] for result in results]
+    assert np.isfinite(np.array(epsilons[0], dtype=float)).sum() == 8  # 4 families, 2 sites
+    assert epsilons[0] == pytest.approx(epsilons[1], rel=1e-4, nan_ok=True)
+    chosen = [[r["family"] for r in result.tables["fits"] if r["chosen"]] for result in results]
+    assert chosen[0] == chosen[1]
     for site in ("blocks.0.hook_resid_post", "blocks.1.hook_resid_post"):
         assert nnsight[f"{site}.epsilon"] == pytest.approx(bridge[f"{site}.epsilon"], rel=1e-4)
 
