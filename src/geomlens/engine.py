@@ -215,7 +215,8 @@ def _feed(
         total=total,
         desc="geomlens",
         unit="row",
-        disable=(None if progress is None else not progress) or not shard.is_main,
+        # None: tqdm decides (shown on a terminal only); one bar per job, on rank 0.
+        disable=True if not shard.is_main else (None if progress is None else not progress),
         leave=False,
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
