@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers.vision_models import TinyResNet, blob_images, seeded
+from helpers.vision_models import TINY_VISION_TOWER, TinyResNet, blob_images, seeded
 from PIL import Image
 from transformers import ViTConfig, ViTImageProcessorPil, ViTModel
 
@@ -18,14 +18,7 @@ from geomlens.hooks.inputs import ModelInputs
 
 @pytest.fixture(scope="module")
 def vit():
-    config = ViTConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        image_size=32,
-        patch_size=8,
-    )
+    config = ViTConfig(**TINY_VISION_TOWER)
     torch.manual_seed(0)
     processor = ViTImageProcessorPil(size={"height": 32, "width": 32})
     return ViTModel(config).eval(), processor

@@ -104,6 +104,18 @@ def blob_images(
     return np.asarray(images, dtype=np.float32), np.asarray(coordinates)
 
 
+#: The shape of every tiny vision transformer here (ViT, CLIP's tower): 32×32 px in 8×8 patches,
+#: 2 layers, width 32, 4 heads, MLP width 64.
+TINY_VISION_TOWER = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+}
+
+
 def tiny_llava(seed: int = 0) -> tuple[Any, Any]:
     """A Llava VLM built from a config (CLIP vision tower 32×32 px, patch 8, width 32; the tiny
     Llama of ``tiny_models`` as its language model) and its processor, whose word-level
@@ -119,15 +131,7 @@ def tiny_llava(seed: int = 0) -> tuple[Any, Any]:
     tokenizer = tiny_tokenizer()
     tokenizer.add_tokens([w for w in VLM_WORDS if w not in tokenizer.get_vocab()])
     tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
-    vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        image_size=32,
-        patch_size=8,
-        projection_dim=32,
-    )
+    vision = CLIPVisionConfig(**TINY_VISION_TOWER, projection_dim=32)
     text = tiny_llama()[0].config
     text.vocab_size = len(tokenizer)
     config = LlavaConfig(
