@@ -217,7 +217,7 @@ def abstraction_command(
     gamma: Annotated[float, typer.Option("--gamma", help="Inverse ridge penalty γ.")] = 1.0,
     plot: PlotOption = None,
 ) -> None:
-    """Abstraction α(t) of the two-layer linear network's hidden layer (SPEC §2.3).
+    """Abstraction α(t) of the two-layer linear network's hidden layer (docs/theory.md).
 
     The 2FS kernels have λ_S = 1 and λ_SC = ν (λ_G = λ_C = 1: those modes do not enter α).
     α starts at α(Σ_x), rises to a near-perfect plateau whose height α_max grows toward 1 as
@@ -298,7 +298,7 @@ def ssd_command(
     delta: Annotated[float, typer.Option("--delta", help="Failure probability δ.")] = ssd.DELTA,
     plot: PlotOption = None,
 ) -> None:
-    """The SSD generalisation bound U term by term, and the crossing size N* (SPEC §3)."""
+    """The SSD generalisation bound U term by term, and the crossing size N* (docs/theory.md)."""
     arguments = dict(
         P=pool_size,
         m=dictionary_size,
