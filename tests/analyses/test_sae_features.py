@@ -137,6 +137,12 @@ def test_bad_inputs_fail_before_any_pass():
         run(sae=__file__)
     with pytest.raises(ValueError, match="shuffle='sometimes' is not one of"):
         run(sae=identity_sae(), shuffle="sometimes")
+    with pytest.raises(ValueError, match="pool_top_k must be at least 1"):
+        run(sae=identity_sae(), pool_top_k=0)
+    with pytest.raises(
+        ValueError, match=r"splice_pool lists latent 6, but the SAE has latents 0..5"
+    ):
+        run(sae=identity_sae(), splice_pool=[0, 6])
 
 
 def test_several_saes_at_several_sites_in_one_pass():

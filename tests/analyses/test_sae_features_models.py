@@ -252,3 +252,17 @@ def test_merged_halves_with_losses_equal_one_pass(adapters):
     assert merged.keys() == single.keys()
     for name, value in single.items():
         assert merged[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+
+
+def test_splice_restrictions_change_the_reconstruction(adapters):
+    adapter = adapters["nnsight"]
+    data = {"token_ids": ROWS, "condition": CONDITIONS}
+
+    def eps(**options):
+        result = gl.run("sae-features", adapter, data, sae=exact_sae(), shuffle="none", **options)
+        return result.metrics[f"{SITE}.epsilon_loss"]
+
+    assert eps(splice_pool=list(range(64))) < 1e-5  # every latent kept: still exact
+    assert eps(splice_top_k=64) < 1e-5
+    assert eps(splice_pool=[]) > 1e-3  # nothing kept: the site is zeroed
+    assert eps(splice_top_k=1) > 1e-3

@@ -176,6 +176,14 @@ class SAEFeatures(Analysis):
         _check_choice("score", self.config.score, ("mean", "max"))
         _check_choice("shuffle", self.config.shuffle, ("fixed", "per-batch", "none"))
         _check_choice("bound_form", self.config.bound_form, ("pool", "released"))
+        for name in ("pool_top_k", "splice_top_k"):
+            value = getattr(self.config, name)
+            if value is not None and value < 1:
+                raise ValueError(f"sae-features option {name} must be at least 1; got {value}.")
+        if not 0.0 < self.config.delta < 1.0:
+            raise ValueError(
+                f"sae-features option delta must lie in (0, 1); got {self.config.delta}."
+            )
         self.saes: list[tuple[str, Any]] | None = None
         self.states: dict[str, SiteState] = {}
         self.loss_kind: str | None = None
@@ -253,6 +261,7 @@ class SAEFeatures(Analysis):
         checked = []
         for site, sae in self.saes:
             site = check_sae_fits(sae, adapter, site)  # before any forward pass
+            _check_latents("splice_pool", self.config.splice_pool, int(sae.cfg.d_sae))
             sae.to(adapter.device)
             checked.append((site, sae))
             if site not in self.states:
@@ -654,6 +663,14 @@ def _pool_growth(site: str, state: SiteState, points: int = 40) -> list[dict[str
     grid = np.unique(np.geomspace(1, state.calibration_tokens, points).round().astype(np.int64))
     sizes = np.searchsorted(first, grid, side="left")  # latents first seen before token t
     return [{"site": site, "tokens": int(t), "pool_size": int(p)} for t, p in zip(grid, sizes)]
+
+
+def _check_latents(name: str, latents: list[int] | None, m: int) -> None:
+    if latents is not None and not all(0 <= j < m for j in latents):
+        bad = next(j for j in latents if not 0 <= j < m)
+        raise ValueError(
+            f"sae-features option {name} lists latent {bad}, but the SAE has latents 0..{m - 1}."
+        )
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
