@@ -169,20 +169,27 @@ _NEOX_BLOCK = _pre_ln_block(
     mlp_pre="mlp.dense_h_to_4h",
     mlp_post="mlp.dense_4h_to_h",
 )
+_PARALLEL_RESIDUAL_NOTE = (
+    "hook_resid_mid only without a parallel residual (use_parallel_residual=False)."
+)
+
+
+def _mid_unless_parallel(block: dict[str, SiteRead]) -> dict[str, SiteRead]:
+    """A pre-LN block whose resid_mid exists only when ``use_parallel_residual`` is off: with a
+    parallel residual attention and MLP both read the block input, so there is no residual
+    stream between them (TransformerLens offers no resid_mid there either)."""
+    mid = block["hook_resid_mid"]
+    flag = (("use_parallel_residual", False),)
+    return {**block, "hook_resid_mid": replace(mid, requires=flag)}
+
+
 GPT_NEOX = ArchitectureTable(
     family="gpt_neox",
     model_types=("gpt_neox",),
     layers="layers",
     embed=SiteRead("embed_in"),
-    # With a parallel residual (Pythia's default) attention and MLP both read the block input, so
-    # there is no residual stream between them: TransformerLens offers no resid_mid there either.
-    block={
-        **_NEOX_BLOCK,
-        "hook_resid_mid": SiteRead(
-            "post_attention_layernorm", "input", requires=(("use_parallel_residual", False),)
-        ),
-    },
-    note="hook_resid_mid only without a parallel residual (use_parallel_residual=False).",
+    block=_mid_unless_parallel(_NEOX_BLOCK),
+    note=_PARALLEL_RESIDUAL_NOTE,
     parallel=True,
 )
 
@@ -228,23 +235,36 @@ GEMMA2 = ArchitectureTable(
     },
 )
 
+
 # BERT is post-LayerNorm: each sublayer's output is added to the residual and the sum normalised.
 # attn_out / mlp_out are the sublayer outputs after their output projections, before that add;
 # resid_mid is the residual stream between the sublayers, i.e. the attention LayerNorm's output.
+def _post_ln_block(*, attn: str, attn_norm: str, up: str, down: str) -> dict[str, SiteRead]:
+    """Reads of a post-LayerNorm block: ``attn`` / ``down`` are the attention and MLP output
+    projections, ``attn_norm`` the LayerNorm after the attention's residual add, ``up`` the MLP's
+    first projection (its output is the hidden layer before the activation)."""
+    return {
+        "hook_resid_pre": SiteRead("", "input"),
+        "hook_attn_out": SiteRead(attn),
+        "hook_resid_mid": SiteRead(attn_norm),
+        "mlp.hook_pre": SiteRead(up),
+        "mlp.hook_post": SiteRead(down, "input"),
+        "hook_mlp_out": SiteRead(down),
+        "hook_resid_post": SiteRead(""),
+    }
+
+
 BERT = ArchitectureTable(
     family="bert",
     model_types=("bert",),
     layers="encoder.layer",
     embed=SiteRead("embeddings.word_embeddings"),
-    block={
-        "hook_resid_pre": SiteRead("", "input"),
-        "hook_attn_out": SiteRead("attention.output.dense"),
-        "hook_resid_mid": SiteRead("attention.output.LayerNorm"),
-        "mlp.hook_pre": SiteRead("intermediate.dense"),
-        "mlp.hook_post": SiteRead("output.dense", "input"),
-        "hook_mlp_out": SiteRead("output.dense"),
-        "hook_resid_post": SiteRead(""),
-    },
+    block=_post_ln_block(
+        attn="attention.output.dense",
+        attn_norm="attention.output.LayerNorm",
+        up="intermediate.dense",
+        down="output.dense",
+    ),
     note="post-LN: resid_mid is the attention LayerNorm's output, resid_post the block output.",
     post_ln=True,
 )
@@ -265,11 +285,12 @@ MPNET = ArchitectureTable(
     model_types=("mpnet",),
     layers="encoder.layer",
     embed=SiteRead("embeddings.word_embeddings"),
-    block={
-        **BERT.block,
-        "hook_attn_out": SiteRead("attention.attn.o"),
-        "hook_resid_mid": SiteRead("attention.LayerNorm"),
-    },
+    block=_post_ln_block(
+        attn="attention.attn.o",
+        attn_norm="attention.LayerNorm",
+        up="intermediate.dense",
+        down="output.dense",
+    ),
     note=BERT.note,
     post_ln=True,
     positions="after_padding_idx",
@@ -280,15 +301,9 @@ DISTILBERT = ArchitectureTable(
     model_types=("distilbert",),
     layers="transformer.layer",
     embed=SiteRead("embeddings.word_embeddings"),
-    block={
-        "hook_resid_pre": SiteRead("", "input"),
-        "hook_attn_out": SiteRead("attention.out_lin"),
-        "hook_resid_mid": SiteRead("sa_layer_norm"),
-        "mlp.hook_pre": SiteRead("ffn.lin1"),
-        "mlp.hook_post": SiteRead("ffn.lin2", "input"),
-        "hook_mlp_out": SiteRead("ffn"),
-        "hook_resid_post": SiteRead(""),
-    },
+    block=_post_ln_block(
+        attn="attention.out_lin", attn_norm="sa_layer_norm", up="ffn.lin1", down="ffn.lin2"
+    ),
     note=BERT.note,
     post_ln=True,
 )
@@ -299,15 +314,9 @@ ALBERT = ArchitectureTable(
     model_types=("albert",),
     layers="encoder.albert_layer_groups.0.albert_layers.0",
     embed=SiteRead("embeddings.word_embeddings"),
-    block={
-        "hook_resid_pre": SiteRead("", "input"),
-        "hook_attn_out": SiteRead("attention.dense"),
-        "hook_resid_mid": SiteRead("attention.LayerNorm"),
-        "mlp.hook_pre": SiteRead("ffn"),
-        "mlp.hook_post": SiteRead("ffn_output", "input"),
-        "hook_mlp_out": SiteRead("ffn_output"),
-        "hook_resid_post": SiteRead(""),
-    },
+    block=_post_ln_block(
+        attn="attention.dense", attn_norm="attention.LayerNorm", up="ffn", down="ffn_output"
+    ),
     note="one shared layer run num_hidden_layers times: block L is its L-th application; "
     "post-LN like BERT; one layer group with one inner layer only.",
     shared_block=True,
@@ -342,13 +351,8 @@ STABLELM = ArchitectureTable(
     model_types=("stablelm",),
     layers="layers",
     embed=SiteRead("embed_tokens"),
-    block={
-        **_GATED_BLOCK,
-        "hook_resid_mid": SiteRead(
-            "post_attention_layernorm", "input", requires=(("use_parallel_residual", False),)
-        ),
-    },
-    note="hook_resid_mid only without a parallel residual (use_parallel_residual=False).",
+    block=_mid_unless_parallel(_GATED_BLOCK),
+    note=_PARALLEL_RESIDUAL_NOTE,
     parallel=True,
 )
 STARCODER2 = ArchitectureTable(
