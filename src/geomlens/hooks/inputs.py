@@ -43,8 +43,16 @@ class ModelInputs:
         return int(self.attention_mask.shape[0])
 
     def to(self, device: torch.device | str) -> ModelInputs:
+        target = torch.device(device)
+
         def move(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.to(device)
+            if t is None or t.device == target:
+                return t
+            if target.type == "cuda" and t.device.type == "cpu":
+                # From pinned memory without blocking: a plain copy from pageable memory makes
+                # the host wait for the GPU's queue once per batch.
+                return t.pin_memory().to(target, non_blocking=True)
+            return t.to(target)
 
         return replace(
             self,
