@@ -19,7 +19,7 @@ module that does.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,13 +167,6 @@ def _is_model_output(value: Any) -> bool:
     from collections import OrderedDict
 
     return isinstance(value, OrderedDict) and hasattr(value, "to_tuple")
-
-
-def sort_by_execution(
-    locations: Sequence[Any], key: Callable[[Any], Event], order: ExecutionOrder, model_id: str
-) -> list[Any]:
-    """``locations`` in the order the model reaches them (``key`` gives each one's event)."""
-    return sorted(locations, key=lambda loc: order.position(*key(loc), model_id=model_id))
 
 
 def module_sites_table(model_name: str) -> Any:
