@@ -298,5 +298,6 @@ def test_conformance_check_says_a_module_only_model_has_no_canonical_sites(resne
 
 def test_other_backends_say_module_sites_are_read_by_nnsight():
     recorded = gl.attach({"blocks.0.hook_resid_post": np.zeros((3, 4), dtype=np.float32)})
+    assert recorded.module_sites() == []
     with pytest.raises(ValueError, match="read by the nnsight backend.*not by the 'recorded'"):
         recorded.resolve_site("module:layer1")

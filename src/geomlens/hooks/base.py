@@ -161,6 +161,11 @@ class Adapter(ABC):
             raise unknown_site_error(site, valid, self.model_id)
         return site
 
+    def module_sites(self) -> list[str]:
+        """``module:PATH`` sites, the output of any submodule (docs/vision.md); only the nnsight
+        backend reads them, so other backends have none."""
+        return []
+
     def refused_sites(self) -> dict[str, str]:
         """Canonical sites this model does not offer, each with the reason (a mixture-of-experts
         block has no MLP hidden layer, a parallel block no resid_mid, ...)."""
