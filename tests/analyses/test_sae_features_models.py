@@ -266,3 +266,19 @@ def test_splice_restrictions_change_the_reconstruction(adapters):
     assert eps(splice_top_k=64) < 1e-5
     assert eps(splice_pool=[]) > 1e-3  # nothing kept: the site is zeroed
     assert eps(splice_top_k=1) > 1e-3
+
+
+@pytest.mark.parametrize("backend", ["nnsight", "transformer-lens"])
+def test_width_mismatch_fails_before_any_forward_pass(adapters, backend):
+    adapter = adapters[backend]
+    narrow = StandardSAE(StandardSAEConfig(d_in=16, d_sae=8, metadata=SAEMetadata(hook_name=SITE)))
+    mlp = StandardSAE(
+        StandardSAEConfig(
+            d_in=WIDTH, d_sae=8, metadata=SAEMetadata(hook_name="blocks.0.mlp.hook_post")
+        )
+    )
+    data = {"token_ids": ROWS, "condition": CONDITIONS}
+    with pytest.raises(ValueError, match=rf"d_in=16 but '{SITE}' of model .* has width 32"):
+        gl.run("sae-features", adapter, data, sae=narrow)
+    with pytest.raises(ValueError, match=r"'blocks.0.mlp.hook_post' of model .* has width 128"):
+        gl.run("sae-features", adapter, data, sae=mlp)
