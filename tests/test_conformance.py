@@ -137,3 +137,12 @@ def test_a_bridge_refuses_what_it_cannot_read():
         TransformerLensAdapter.from_hf(tiny_decoder("cohere")[0])
     with pytest.raises(ValueError, match="no canonical site"):
         TransformerLensAdapter.from_hf(tiny_encoder("t5")[0])
+
+
+def test_a_bridged_copy_is_refereed_by_the_users_own_module():
+    hf_model, tokenizer = tiny_encoder("bert")
+    adapter = TransformerLensAdapter.from_hf(hf_model, tokenizer)
+    assert adapter.reference_module is hf_model
+    checks = {c.name: c for c in check_adapter(adapter)}
+    assert checks["own hidden states"].passed
+    assert "not compared" not in checks["own hidden states"].detail

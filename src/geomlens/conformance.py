@@ -124,6 +124,9 @@ def reference_model(adapter: Adapter) -> torch.nn.Module | None:
     model = getattr(adapter, "model", None)
     if adapter.backend == "nnsight":
         return model
+    untouched = getattr(adapter, "reference_module", None)  # the module a bridge copied
+    if isinstance(untouched, torch.nn.Module):
+        return untouched
     original = getattr(model, "original_model", None)  # a TransformerBridge
     return original if isinstance(original, torch.nn.Module) else None
 

@@ -133,6 +133,8 @@ class TransformerLensAdapter(Adapter):
         self._tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
         #: Set by from_hf: the wrapped HF class and whether the module was copied first.
         self.wrapped_from: dict[str, Any] | None = None
+        #: Set by from_hf when it bridged a copy: the user's module, as it was.
+        self.reference_module: torch.nn.Module | None = None
 
     # -- building from Hugging Face ------------------------------------------------------------
     @classmethod
@@ -180,6 +182,8 @@ class TransformerLensAdapter(Adapter):
                 "there is nothing to read. Attach it with the nnsight backend instead: "
                 "gl.attach(model, backend='nnsight')."
             )
+        # The user's own module, untouched (the bridge wraps a copy): conformance's referee.
+        adapter.reference_module = hf_model if copy_model else None
         adapter.wrapped_from = {
             "hf_class": type(hf_model).__name__,
             "bridged_module": type(module).__name__,
