@@ -107,3 +107,25 @@ def test_cli_trains_then_reuses(tmp_path):
     assert second.exit_code == 0 and "reused cached" in second.output
     bad = CliRunner().invoke(app, [*arguments[:3], "blocks.99.hook_resid_post"])
     assert bad.exit_code == 2 and "Unknown site 'blocks.99.hook_resid_post'" in bad.output
+
+
+def test_sae_features_without_an_sae_trains_once_then_reuses(minilm, tmp_path, monkeypatch):
+    from geomlens.data.ood import feature_explosion_data
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    data = feature_explosion_data(
+        minilm.tokenizer, calibration_rows=4, heldout_rows=4, ood_rows=2, max_tokens=16
+    )
+    training = {"d_sae": 16, "tokens": 256, "batch_tokens": 128, "rows_per_chunk": 16}
+
+    def run():
+        return gl.run("sae-features", minilm, data, site=SITE, training=training, batch_size=8)
+
+    first, second = run(), run()
+    notes = [{n["item"]: n["note"] for n in r.tables["notes"]} for r in (first, second)]
+    assert notes[0]["sae"].startswith("trained " + str(tmp_path))
+    assert notes[1]["sae"].startswith("reused " + str(tmp_path))
+    assert len(list(tmp_path.iterdir())) == 1
+    assert second.metrics == first.metrics
+    assert notes[0]["loss_kind"] == "final_hidden_cosine_distance"  # MiniLM is an encoder
+    assert f"{SITE}.bound" not in first.metrics
