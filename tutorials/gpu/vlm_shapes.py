@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -36,18 +35,6 @@ QUESTION = (
     "Which shape is closest to the red cross: circle, square, triangle or star? "
     "Answer with one word."
 )
-
-
-def load_vlm(name: str, device: str, dtype: str) -> tuple[torch.nn.Module, object]:
-    """A vision-language model and its processor from a hub name or a local folder."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    local = os.path.isdir(name)
-    processor = AutoProcessor.from_pretrained(name, local_files_only=local)
-    model = AutoModelForImageTextToText.from_pretrained(
-        name, dtype=getattr(torch, dtype), local_files_only=local
-    )
-    return model.to(device).eval(), processor
 
 
 def prompt_and_prefix(processor: object) -> tuple[str, str]:
@@ -122,9 +109,13 @@ def main(argv: list[str] | None = None) -> dict:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--device cuda was asked for but torch sees no GPU; use --device cpu.")
 
-    model, processor = load_vlm(args.model, args.device, args.dtype)
-    adapter = gl.attach(model, processor=processor, model_id=args.model)
-    prompt, prefix = prompt_and_prefix(processor)
+    adapter = gl.load(args.model, device=args.device, dtype=args.dtype)  # model + processor
+    if adapter.processor is None or "logits" not in adapter.sites():
+        raise SystemExit(
+            f"{args.model} did not load as a vision-language model with an LM head (no "
+            "processor or no logits); give an image-text-to-text checkpoint."
+        )
+    prompt, prefix = prompt_and_prefix(adapter.processor)
     check_distinct_first_tokens(adapter.tokenizer, prefix)
     scenes = shapes_scenes(args.trials, seed=args.seed, margin=args.margin)
     outcome = score_shapes(

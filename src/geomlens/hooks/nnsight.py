@@ -564,7 +564,8 @@ def load_nnsight(
     ``device`` then must be None.
 
     Decoders (a causal-LM architecture in the config) load with ``AutoModelForCausalLM``,
-    encoders such as BERT / MiniLM with ``AutoModel``. A local folder is read without any
+    encoders such as BERT / MiniLM with ``AutoModel``, vision-language models with
+    ``AutoModelForImageTextToText`` and their processor (``adapter.processor``). A local folder is read without any
     network access; a hub name follows the usual Hugging Face cache and ``HF_HUB_OFFLINE``
     rules. A checkpoint without tokenizer files loads with ``tokenizer=None`` (token ids only).
     """
@@ -581,6 +582,9 @@ def load_nnsight(
         # Representations are read from the encoder (T5, Flan-T5): its stack alone runs on
         # token ids, where the whole model would also need decoder inputs.
         from transformers import AutoModelForTextEncoding as loader
+    vision_language = _is_vision_language(config)
+    if vision_language:  # with its LM head, so that the logits site exists
+        from transformers import AutoModelForImageTextToText as loader
     placement = {"device_map": device_map, "max_memory": max_memory} if device_map else {}
     model = loader.from_pretrained(
         source, config=config, dtype=dtype, weights_only=True, **safe, **placement
@@ -595,4 +599,21 @@ def load_nnsight(
     if tokenizer is not None and tokenizer.vocab_size == 0:
         # transformers 5 builds an empty tokenizer for a folder without tokenizer files.
         tokenizer = None
-    return NNsightAdapter(_quiet_envoy(model), tokenizer=tokenizer, model_id=source)
+    processor = None
+    if vision_language:  # images (and prompts) become model inputs through the processor
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(source, **safe)
+        tokenizer = getattr(processor, "tokenizer", None) or tokenizer
+    return NNsightAdapter(
+        _quiet_envoy(model), tokenizer=tokenizer, model_id=source, processor=processor
+    )
+
+
+def _is_vision_language(config: Any) -> bool:
+    """Whether a checkpoint is an image-text-to-text model (Llava, Qwen2.5-VL, Gemma 3, …)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
+
+    return getattr(config, "model_type", None) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
