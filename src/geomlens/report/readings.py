@@ -20,7 +20,10 @@ READINGS: dict[str, Reading] = {}
 #: Metrics shown by the fallback reading.
 FALLBACK_METRICS = 6
 #: Public metric names (``<site>.<name>``) the summary table shows first, when a result has them.
-HEADLINE_METRICS = ("epsilon", "p_similarity", "alpha", "ccgp", "ssd", "bound", "mean_norm")
+HEADLINE_METRICS = (
+    "epsilon", "p_similarity", "alpha", "ccgp", "g_nearest", "g_farthest", "ssd",
+    "auroc.random_tokens", "bound", "mean_norm",
+)  # fmt: skip
 
 
 def reading(name: str) -> Callable[[Reading], Reading]:
@@ -174,15 +177,29 @@ def _ccgp(result: Result) -> list[str]:
 
 @reading("linearization-effect")
 def _linearization_effect(result: Result) -> list[str]:
-    shown = {k: v for k, v in result.metrics.items() if "." not in k}
+    metrics = result.metrics
     lines = [
-        "The MLP nonlinearity of the chosen layer(s) is replaced by its linear version and α "
-        "and CCGP are measured again; the paper found that linearising the penultimate layer "
-        "raises abstraction."
+        "The MLP nonlinearity of the chosen layer is replaced by its linear version and α and "
+        "CCGP are measured again; the theory predicts that a nonlinearity attenuates "
+        "abstraction, so linearising should raise α."
     ]
-    if shown:
+    if "summary.alpha_base" in metrics:
         lines.append(
-            "Summary: " + "; ".join(f"{k} = {number(v)}" for k, v in list(shown.items())[:8]) + "."
+            f"Mean α goes from {number(metrics['summary.alpha_base'])} to "
+            f"{number(metrics['summary.alpha_linearized'])}, up in "
+            f"{number(metrics.get('summary.tasks_alpha_up', math.nan))} of "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets; CCGP goes from "
+            f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
+            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}."
+        )
+    fidelity = {k: v for k, v in metrics.items() if k.startswith("fidelity.")}
+    if fidelity:
+        lines.append(
+            "What it costs: "
+            + "; ".join(
+                f"{k.split('.', 1)[1].replace('_', ' ')} {number(v)}" for k, v in fidelity.items()
+            )
+            + " (between the original and the linearised model's outputs)."
         )
     return lines
 
@@ -264,5 +281,7 @@ def headline(result: Result) -> str:
             site, value = list(values.items())[-1]
             parts.append(f"{metric} {number(value)} @ {layer_label(site)}")
     if not parts:
-        parts = [f"{name} {number(value)}" for name, value in list(result.metrics.items())[:2]]
+        summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
+        shown = summary or list(result.metrics.items())
+        parts = [f"{name} {number(value)}" for name, value in shown[:3]]
     return "; ".join(parts[:3]) or "no metrics"
