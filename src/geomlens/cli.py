@@ -194,9 +194,14 @@ def list_command(
         typer.echo(f"{name}{alias_text}  {summary}")
         if verbose:
             for field in dataclasses.fields(cls.Config):
-                typer.echo(
-                    f"    {field.name} = {field.default!r}: {field.metadata.get('help', '')}"
+                # Mutable defaults ({} / []) live in default_factory, not default.
+                default = (
+                    field.default_factory()
+                    if field.default is dataclasses.MISSING
+                    and field.default_factory is not dataclasses.MISSING
+                    else field.default
                 )
+                typer.echo(f"    {field.name} = {default!r}: {field.metadata.get('help', '')}")
     # A plugin that fails to import is listed with its error (and the listing exits 1), so a
     # user who installed it sees why it is missing instead of an unexplained absence.
     for plugin, error in sorted(ANALYSES.load_errors.items()):

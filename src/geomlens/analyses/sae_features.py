@@ -73,7 +73,8 @@ class SAEFeaturesConfig(AnalysisConfig):
         "the authors' released code) or 'none'.",
     )
     bound_form: str = option(
-        "pool", "Form reported as <site>.bound: 'pool' (SPEC form) or 'released' (authors' code)."
+        "pool",
+        "Form reported as <site>.bound: 'pool' (the paper's pool form) or 'released' (the authors' code).",
     )
     delta: float = option(0.05, "Failure probability δ of the bound.")
     smoothing: float = option(0.5, "Uniform mixing weight a of the smoothed loss.")

@@ -1,4 +1,4 @@
-"""Sparse semantic dimension (SSD) and the generalisation bound it certifies (SPEC §3).
+"""Sparse semantic dimension (SSD) and the generalisation bound it certifies (docs/sae.md, docs/theory.md).
 
 A sparse autoencoder with a dictionary of ``m`` latents is read over a calibration stream; the
 pool G of latents that were ever active has ``P`` members. The bound on the risk of the frozen
