@@ -112,9 +112,10 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
         position = resolution.nearest_on_front(p_s[last], p_i[last], front)
         words = [
             "Each dot is one site of the model: its similarity and identification accuracies "
-            "measured on the stimuli. The black curve is the best any representation can do "
-            "when every stimulus has the same neighbourhood size b (the fraction of stimuli it "
-            "treats as alike); Δ is a floor of similarity between unlike stimuli.",
+            "measured on the stimuli. The black curve is what an all-or-nothing similarity "
+            "reaches when every stimulus has a neighbourhood of the same size b (the fraction "
+            "of stimuli it treats as alike); Δ is a floor of similarity between unlike stimuli. "
+            "Graded similarities can do better: the dashed curve is linear decay on a circle.",
             f"The last site, {layer_label(last)}, is nearest to the front's point with "
             f"b = {number(float(position.b))} (the {resolution.regime(float(position.b))} "
             f"regime), at distance {number(float(position.distance))}.",

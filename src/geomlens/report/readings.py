@@ -133,8 +133,10 @@ def _resolution(result: Result) -> list[str]:
         f"Measured on the stimuli themselves, a similarity test is passed with probability "
         f"p_S = {number(p_s)} and an identification test with p_I = {number(p_i)} "
         "(1/2 is chance for both).",
-        f"The theory says no representation can beat the universal front; this site sits "
-        f"{number(distance)} from it in the (p_S, p_I) plane (see the theory figure below).",
+        f"The universal front is what an all-or-nothing similarity (alike within ε, unlike "
+        f"beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
+        f"similarities can lie above it. This site sits {number(distance)} from it in the "
+        f"(p_S, p_I) plane (see the theory figure below).",
     ]
 
 
