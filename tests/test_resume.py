@@ -116,3 +116,20 @@ def test_bad_checkpoint_settings(adapter, tmp_path):
     path.write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         gl.run("activation-stats", adapter, ["the cat"], checkpoint=path)
+
+
+def test_cli_scale_flags_are_checked_before_any_work(tmp_path):
+    from typer.testing import CliRunner
+
+    from geomlens.cli import app
+
+    runner = CliRunner()
+    out = str(tmp_path / "r.json")
+    bad_dtype = runner.invoke(app, ["run", "activation-stats", "--dtype", "float8", "--out", out])
+    assert bad_dtype.exit_code == 2
+    assert "--dtype must be float32, bfloat16 or float16" in bad_dtype.output
+    bad_every = runner.invoke(
+        app, ["run", "activation-stats", "--checkpoint-every", "0", "--out", out]
+    )
+    assert bad_every.exit_code == 2
+    assert "--checkpoint-every must be at least 1" in bad_every.output
