@@ -137,6 +137,8 @@ def test_bad_inputs_fail_before_any_pass():
         run(sae=__file__)
     with pytest.raises(ValueError, match="shuffle='sometimes' is not one of"):
         run(sae=identity_sae(), shuffle="sometimes")
+    with pytest.raises(ValueError, match=r"training options \['dsae'\] are not fields"):
+        run(training={"dsae": 16})
     with pytest.raises(ValueError, match="pool_top_k must be at least 1"):
         run(sae=identity_sae(), pool_top_k=0)
     with pytest.raises(

@@ -181,6 +181,9 @@ class SAEFeatures(Analysis):
             value = getattr(self.config, name)
             if value is not None and value < 1:
                 raise ValueError(f"sae-features option {name} must be at least 1; got {value}.")
+        from geomlens.sae.config import check_training_overrides
+
+        check_training_overrides(self.config.training)
         if not 0.0 < self.config.delta < 1.0:
             raise ValueError(
                 f"sae-features option delta must lie in (0, 1); got {self.config.delta}."
@@ -191,7 +194,6 @@ class SAEFeatures(Analysis):
         self.output_site: str | None = None
         self.notes: dict[str, str] = {}
         self._permutations: dict[str, torch.Tensor] = {}
-        self._widths_checked = False
 
     # -- data and sites ------------------------------------------------------------------------
     def required_columns(self) -> tuple[str, ...]:
@@ -276,7 +278,7 @@ class SAEFeatures(Analysis):
         elif self.output_site is not None:
             self.loss_kind = COSINE_FIDELITY
             self.notes["loss"] = (
-                f"{adapter.model_id} has no LM head: ε̂_loss is an output-space fidelity, the "
+                f"{adapter.model_id} is not a causal LM: ε̂_loss is an output-space fidelity, the "
                 f"mean 1 − cosine between {self.output_site} with and without the splice; the "
                 "bound, which needs a loss in bits, is not computed."
             )
@@ -284,14 +286,14 @@ class SAEFeatures(Analysis):
             self.notes["loss"] = "recorded activations: no model to splice into, no ε̂_loss."
 
     def _default_sae(self, adapter: Adapter) -> tuple[str, Any]:
-        import platform
-
-        from geomlens.sae.training import TrainingConfig, cached_sae, corpus_texts
+        from geomlens.sae.config import TrainingConfig, default_corpus_name
+        from geomlens.sae.training import cached_sae, corpus_texts
 
         site = adapter.resolve_site(self._default_site(adapter))
         training = TrainingConfig(**self.config.training)
-        corpus = f"stdlib-docstrings/training/python-{platform.python_version()}"
-        trained = cached_sae(adapter, site, corpus=corpus, data=corpus_texts(), config=training)
+        trained = cached_sae(
+            adapter, site, corpus=default_corpus_name(), data=corpus_texts(), config=training
+        )
         self.notes["sae"] = (
             f"{'reused' if trained.reused else 'trained'} {trained.path} (sae-lens standard SAE, "
             f"m={trained.sae.cfg.d_sae}, {training.tokens} tokens of the corpus's training part)"

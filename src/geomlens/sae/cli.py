@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import platform
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from geomlens.sae.config import TrainingConfig
+from geomlens.sae.config import TrainingConfig, default_corpus_name
 
 DEFAULTS = TrainingConfig()
 
@@ -75,10 +74,7 @@ def train_command(
         if value < 1:
             raise _fail(f"{flag} must be at least 1; got {value}.")
     if data is None:
-        texts, corpus = (
-            corpus_texts(),
-            f"stdlib-docstrings/training/python-{platform.python_version()}",
-        )
+        texts, corpus = corpus_texts(), default_corpus_name()
     else:
         texts = load_data(data, None)
         digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]

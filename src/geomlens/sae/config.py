@@ -33,3 +33,21 @@ class TrainingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def default_corpus_name() -> str:
+    """Cache-key name of the default training data: the bundled corpus's training part, which
+    depends on the Python version (its docstrings are the text)."""
+    import platform
+
+    return f"stdlib-docstrings/training/python-{platform.python_version()}"
+
+
+def check_training_overrides(overrides: dict[str, Any]) -> None:
+    """Fail at once, naming the valid fields, when ``overrides`` has a key TrainingConfig lacks."""
+    valid = {f.name for f in dataclasses.fields(TrainingConfig)}
+    unknown = sorted(set(overrides) - valid)
+    if unknown:
+        raise ValueError(
+            f"training options {unknown} are not fields of TrainingConfig; valid: {sorted(valid)}."
+        )
