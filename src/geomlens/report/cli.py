@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+
 
 def print_summary(report) -> None:
     """The summary table: one line per analysis, then where the page is."""
@@ -47,10 +49,13 @@ def report_command(
         list[str] | None,
         typer.Option("--analysis", "-a", help="Run only these analyses (repeatable; plugins too)."),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Inputs per forward pass.")] = 32,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Inputs per forward pass.")
+    ] = DEFAULT_BATCH_SIZE,
     max_length: Annotated[
-        int, typer.Option("--max-length", help="Truncate inputs to this many tokens.")
-    ] = 128,
+        int | None,
+        typer.Option("--max-length", help="Truncate inputs to this many tokens (default: none)."),
+    ] = DEFAULT_MAX_LENGTH,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""

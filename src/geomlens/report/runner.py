@@ -19,13 +19,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.registry import analysis_class
 from geomlens.report.plan import PlanFailure, ReportPass, builtin_analyses, plan_passes
 from geomlens.results import Result
 
-#: Defaults of a report run: inputs per forward pass and the longest input kept, in tokens.
-REPORT_BATCH_SIZE = 32
-REPORT_MAX_LENGTH = 128
+#: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
+REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE
+REPORT_MAX_LENGTH = DEFAULT_MAX_LENGTH
 
 
 @dataclass
