@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.registry import analysis_class
-from geomlens.report.plan import PlanFailure, ReportPass, builtin_analyses, plan_passes
+from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
 from geomlens.results import Result
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
@@ -123,9 +123,7 @@ def run_analyses(
         "seed": seed,
         "progress": progress,
     }
-    outcomes: dict[str, Outcome] = {
-        f.name: Outcome(f.name, error=f.error) for f in failures if isinstance(f, PlanFailure)
-    }
+    outcomes: dict[str, Outcome] = {f.name: Outcome(f.name, error=f.error) for f in failures}
     bar = tqdm(passes, desc="report passes", unit="pass", disable=not progress)
     for index, report_pass in enumerate(bar):
         bar.set_postfix_str(", ".join(report_pass.names))
