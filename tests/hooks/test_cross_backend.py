@@ -80,8 +80,8 @@ def test_the_same_edit_has_the_same_effect(backends):
 
 
 def test_fallback_sites_agree_with_the_bridge():
-    """An architecture without a nnsight table (GPT-Neo) still agrees on the residual stream."""
-    hf_model, tokenizer = tiny_decoder("gpt_neo", attention_types=[[["global", "local"], 1]])
+    """An architecture without a nnsight table (Granite) still agrees on the residual stream."""
+    hf_model, tokenizer = tiny_decoder("granite")
     bridge = TransformerLensAdapter.from_hf(hf_model, tokenizer)
     nnsight = NNsightAdapter(hf_model, tokenizer=tokenizer)
     assert set(nnsight.sites()) < set(bridge.sites())

@@ -231,10 +231,10 @@ def test_nnsight_wrappers_give_the_same_activations():
 
 
 def test_unknown_architecture_falls_back_to_the_layer_list():
-    hf_model, _ = tiny_decoder("gpt_neo", attention_types=[[["global", "local"], 1]])
+    hf_model, _ = tiny_decoder("granite")
     adapter = NNsightAdapter(hf_model)
-    assert adapter.table.family == "discovered:gpt_neo"
-    assert adapter.table.layers == "h"
+    assert adapter.table.family == "discovered:granite"
+    assert adapter.table.layers == "layers"
     assert adapter.sites() == [
         *(f"blocks.{layer}.hook_resid_{where}" for layer in range(2) for where in ("pre", "post")),
         LOGITS_SITE,

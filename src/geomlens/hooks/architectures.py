@@ -391,6 +391,8 @@ OLMO2 = ArchitectureTable(
     },
 )
 GPT_BIGCODE = replace(GPT2, family="gpt_bigcode", model_types=("gpt_bigcode",))
+# GPT-Neo (and the TinyStories models built on it) keeps GPT-2's module names.
+GPT_NEO = replace(GPT2, family="gpt_neo", model_types=("gpt_neo",))
 MPT = ArchitectureTable(
     family="mpt",
     model_types=("mpt",),
@@ -562,6 +564,7 @@ TABLES: tuple[ArchitectureTable, ...] = (
     STARCODER2,
     PHI3,
     GPT_BIGCODE,
+    GPT_NEO,
     MPT,
     OPT,
     BLOOM,

@@ -94,6 +94,7 @@ SURVEY_MODELS: tuple[SurveyModel, ...] = (
     _m("starcoder2"),
     _m("cohere"),
     _m("gpt_neo", attention_types=((("global", "local"), 1),)),
+    _m("granite"),  # no table: the discovered residual-stream fallback
     _m("bert", "encoder"),
     _m("roberta", "encoder"),
     _m("xlm-roberta", "encoder"),
