@@ -172,7 +172,8 @@ def test_a_similarity_that_does_not_fall_has_no_scale(tmp_path):
     # made-up number.
     result = _run(np.ones((len(LINE), 8)), LINE)
     assert [r["family"] for r in result.tables["fits"] if r["chosen"]] == ["flat"]
-    assert np.isnan(result[f"{SITE}.epsilon"]) and np.isnan(result[f"{SITE}.delta"])
+    for key in ("epsilon", "delta", "epsilon_ci_low", "epsilon_ci_high", "half_width"):
+        assert np.isnan(result[f"{SITE}.{key}"]), key
     assert np.isnan(result[f"{SITE}.p_similarity_theory"])
     assert result[f"{SITE}.p_identification"] == pytest.approx(0.5, abs=1e-3)  # all alike
     result.to_json(tmp_path / "flat.json")

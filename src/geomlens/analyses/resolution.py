@@ -238,8 +238,10 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
 
 @dataclass
 class ResolutionConfig(SimilarityConfig):
-    bootstrap: int = option(200, "Bootstrap resamples of the stimuli for the ε and Δ intervals.")
-    confidence: float = option(0.95, "Coverage of the bootstrap intervals.")
+    bootstrap: int = option(
+        200, "Bootstrap resamples of the stimuli for the ε and Δ intervals.", low=0
+    )
+    confidence: float = option(0.95, "Coverage of the bootstrap intervals.", low=0, high=1)
     draws: str = option(
         "independent",
         "Trials for the (p_S, p_I) numbers: 'independent' (the theory) or 'distinct' stimuli "
@@ -248,7 +250,7 @@ class ResolutionConfig(SimilarityConfig):
     choice: str = option(
         "expected", "'expected' Luce accuracy, or 'sampled' choices (seeded Monte Carlo)."
     )
-    samples: int = option(200_000, "Monte-Carlo trials when exact enumeration is too large.")
+    samples: int = option(200_000, "Monte-Carlo trials when exact enumeration is too large.", low=1)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -313,7 +315,8 @@ class Resolution(Similarity):
                 }
                 for f in fits
             )
-            resamples = config.bootstrap if chosen.family != "flat" else 0
+            # No interval around a scale that is not there.
+            resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
             boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
             # Resamples whose g does not fall give no ε; they are left out of the interval
             # and counted here.
