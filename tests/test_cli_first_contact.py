@@ -204,3 +204,12 @@ def test_running_a_broken_plugin_reports_its_error_once_before_loading_a_model(
     done = runner.invoke(app, ["run", "broken"])
     line = one_line_error(done, "plugin", "failed to load")
     assert line.count("a_dependency_nobody_installed") == 1
+
+
+def test_list_shows_declared_option_ranges():
+    done = runner.invoke(app, ["list", "-v"])
+    assert done.exit_code == 0
+    folds = [line for line in done.stdout.splitlines() if line.strip().startswith("folds =")]
+    assert folds and all(line.endswith("[≥ 2]") for line in folds)
+    confidence = [line for line in done.stdout.splitlines() if "confidence = 0.95" in line]
+    assert confidence and all(line.endswith("[0 … 1]") for line in confidence)

@@ -201,13 +201,30 @@ def list_command(
                     and field.default_factory is not dataclasses.MISSING
                     else field.default
                 )
-                typer.echo(f"    {field.name} = {default!r}: {field.metadata.get('help', '')}")
+                limits = _declared_limits(field.metadata)
+                typer.echo(
+                    f"    {field.name} = {default!r}: {field.metadata.get('help', '')}{limits}"
+                )
     # A plugin that fails to import is listed with its error (and the listing exits 1), so a
     # user who installed it sees why it is missing instead of an unexplained absence.
     for plugin, error in sorted(ANALYSES.load_errors.items()):
         typer.secho(f"{plugin}  [plugin failed to load: {error}]", fg=typer.colors.YELLOW)
     if ANALYSES.load_errors:
         raise typer.Exit(code=1)
+
+
+def _declared_limits(metadata: Any) -> str:
+    """`` [≥ 2]`` / `` [0 … 1]`` / `` [one of 'a', 'b']`` from an option's declared range."""
+    low, high, choices = metadata.get("low"), metadata.get("high"), metadata.get("choices")
+    if choices is not None:
+        return f" [one of {', '.join(map(repr, choices))}]"
+    if low is not None and high is not None:
+        return f" [{low:g} … {high:g}]"
+    if low is not None:
+        return f" [≥ {low:g}]"
+    if high is not None:
+        return f" [≤ {high:g}]"
+    return ""
 
 
 @app.command("run")
