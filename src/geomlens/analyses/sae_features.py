@@ -473,7 +473,7 @@ class SAEFeatures(Analysis):
         tables["notes"] = [{"item": k, "note": v} for k, v in self.notes.items()]
         if self.loss_kind:
             tables["notes"].append({"item": "loss_kind", "note": self.loss_kind})
-        return Result(self.name, metrics=metrics, tables=tables)
+        return Result(self.name, metrics=_headline_first(metrics), tables=tables)
 
     def _finalize_site(
         self,
@@ -666,6 +666,26 @@ def _pool_growth(site: str, state: SiteState, points: int = 40) -> list[dict[str
     grid = np.unique(np.geomspace(1, state.calibration_tokens, points).round().astype(np.int64))
     sizes = np.searchsorted(first, grid, side="left")  # latents first seen before token t
     return [{"site": site, "tokens": int(t), "pool_size": int(p)} for t, p in zip(grid, sizes)]
+
+
+#: Metric names in the order a reader wants them (the CLI prints the first ones): a pattern
+#: ending in "." is a family (``.mean_k.<condition>``), any other is one metric.
+_HEADLINE = (
+    ".mean_k.", ".auroc.", ".max_k.", ".pool_size", ".ssd", ".eta", ".epsilon_loss",
+    ".epsilon_loss_shuffled", ".bound", ".n_star",
+)  # fmt: skip
+
+
+def _headline_first(metrics: dict[str, float]) -> dict[str, float]:
+    """The same metrics, headline ones first in ``_HEADLINE`` order, the rest after."""
+
+    def rank(name: str) -> int:
+        for position, pattern in enumerate(_HEADLINE):
+            if (pattern in name) if pattern.endswith(".") else name.endswith(pattern):
+                return position
+        return len(_HEADLINE)
+
+    return dict(sorted(metrics.items(), key=lambda item: rank(item[0])))
 
 
 def _check_latents(name: str, latents: list[int] | None, m: int) -> None:
