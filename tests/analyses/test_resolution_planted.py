@@ -78,6 +78,10 @@ def _clustered_step():
 def test_empirical_accuracy_of_a_planted_step_is_theorem_1():
     coordinates, codes = _clustered_step()
     result = _run(codes, coordinates)
+    # Through the recorded backend the step is the chosen family, its edge between the
+    # cluster width (7) and the gaps (>= 93).
+    assert [r["family"] for r in result.tables["fits"] if r["chosen"]] == ["step"]
+    assert 7 < result[f"{SITE}.epsilon"] < 93
     distances = np.abs(np.subtract.outer(coordinates, coordinates))
     b = finite_ball(distances, 50.0)  # any ε between the cluster width and the gaps
     mean_b, var_b = b.mean(), b.var()
