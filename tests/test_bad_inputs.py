@@ -312,7 +312,21 @@ def jsonl(folder: Path, rows: list[dict]) -> str:
     return str(path)
 
 
+def without_tokenizer(folder: Path) -> str:
+    """A saved model folder with weights and config but no tokenizer files."""
+    target = folder / "no-tokenizer"
+    tiny_gpt2()[0].save_pretrained(target)
+    return str(target)
+
+
 CLI_CASES = [
+    ("text to a model without a tokenizer", lambda m, t: ["run", "activation-stats", "--model",
+                                                          without_tokenizer(t), "--out", str(t / "r.json"),
+                                                          "--data", jsonl(t, [{"text": "the cat"}])],
+     ("no tokenizer", "token ids")),
+    ("a file that is not an SAE", lambda m, t: ["run", "sae-features", "--model", m, "--out", str(t / "r.json"),
+                                                "--option", f"sae={__file__}"],
+     ("is not an SAE saved by sae-lens", "cfg.json")),
     ("unknown analysis", lambda m, t: ["run", "activation-stat"], ("Unknown analysis", "Did you mean")),
     ("unknown site", lambda m, t: ["run", "activation-stats", "--model", m, "--site", "blocks.7.hook_resid_post",
                                    "--out", str(t / "r.json")], ("Unknown site", "Did you mean")),
