@@ -269,7 +269,12 @@ def numbers(
 
 def hue_circle(step: int = 15, words: bool = True) -> StimulusSet:
     """Hues on the colour circle: numeric hues every ``step`` degrees and (with ``words``) the
-    twelve colour words at their hue angles; metric ``circular:360``."""
+    twelve colour words at their hue angles; metric ``circular:360``.
+
+    The analyses treat rows with the same coordinate as one stimulus, so with ``words`` the
+    word "red" and "a hue of 0 degrees" are averaged into the stimulus at 0°; pass
+    ``words=False`` (or build the words alone with :func:`render`) to keep them apart.
+    """
     if step <= 0 or 360 % step:
         raise ValueError(f"step must be a positive divisor of 360; got {step}.")
     numeric = render(templates("hue_numeric"), range(0, 360, step), metric="circular:360")
