@@ -76,11 +76,19 @@ POST_LN_BRIDGES = frozenset({"BertArchitectureAdapter"})
 #: Architectures whose TransformerLens bridge computes other numbers than the model itself:
 #: refused at attach, with the measurement. (Measured on tiny seeded models, TransformerLens
 #: 3.9 / transformers 5: see docs/architectures.md.)
-REFUSED_BRIDGES: dict[str, str] = {
+#: Keyed by bridge adapter class: (the Hugging Face config values it is refused for, all of
+#: which must match, none meaning always; the reason).
+REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
     "CohereArchitectureAdapter": (
+        {},
         "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
         "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
-        "trusted"
+        "trusted",
+    ),
+    "OptArchitectureAdapter": (
+        {"do_layer_norm_before": False},
+        "TransformerLens's OPT bridge fails in the forward pass of a post-LayerNorm OPT "
+        "(do_layer_norm_before=False, as OPT-350m)",
     ),
 }
 
@@ -122,10 +130,13 @@ class TransformerLensAdapter(Adapter):
                 "TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
             )
         if isinstance(model, TransformerBridge):
-            refusal = REFUSED_BRIDGES.get(type(model.adapter).__name__)
-            if refusal:
+            when, reason = REFUSED_BRIDGES.get(type(model.adapter).__name__, (None, ""))
+            hf_config = getattr(getattr(model, "original_model", None), "config", None)
+            if when is not None and all(
+                getattr(hf_config, key, None) == value for key, value in when.items()
+            ):
                 raise ValueError(
-                    f"{refusal}. Attach this model with the nnsight backend instead: "
+                    f"{reason}. Attach this model with the nnsight backend instead: "
                     "gl.attach(model, backend='nnsight') or --backend nnsight."
                 )
         super().__init__(model_id or str(getattr(model.cfg, "model_name", type(model).__name__)))
@@ -164,12 +175,23 @@ class TransformerLensAdapter(Adapter):
             module = copy.deepcopy(module)
         # No tokenizer for TransformerLens: its set-up edits the tokenizer (pad, BOS, padding
         # side) and may reload it by name; geomlens tokenises and pads on its own.
-        bridge = build_bridge_from_module(
-            module,
-            architecture,
-            hf_config=config,
-            post_adapter_hook=None if base_prefix is None else _reroot_on_base_model(base_prefix),
-        )
+        try:
+            bridge = build_bridge_from_module(
+                module,
+                architecture,
+                hf_config=config,
+                post_adapter_hook=None
+                if base_prefix is None
+                else _reroot_on_base_model(base_prefix),
+            )
+        except (RuntimeError, AttributeError, KeyError, IndexError) as error:
+            # TransformerLens's adapter for the family does not fit this config (e.g. Falcon's
+            # new decoder architecture with grouped key/value heads): say so, name the way out.
+            raise ValueError(
+                f"TransformerLens {_tl_version()} could not bridge this {type(hf_model).__name__} "
+                f"({type(error).__name__}: {error}). Attach it with the nnsight backend "
+                "instead: gl.attach(model, backend='nnsight')."
+            ) from error
         adapter = cls(
             bridge,
             tokenizer=tokenizer,
