@@ -363,7 +363,13 @@ def run_command(
     if len(result.metrics) > 20:
         typer.echo(f"  … {len(result.metrics) - 20} more metrics in {out}")
     if plot is not None:
-        gl.plot(result, plot)
+        try:
+            gl.plot(result, plot)
+        except (*USER_ERRORS, RuntimeError) as error:  # the result is safe; say so
+            raise _fail(
+                f"wrote {out}, but drawing {plot} failed ({type(error).__name__}: "
+                f"{_message(error)}); draw it later with gl.plot(Result.from_json({str(out)!r}))."
+            ) from error
         typer.echo(f"wrote {plot}")
 
 
