@@ -16,6 +16,7 @@ timing; one more ordinary fused run after it reports ``finalize_seconds`` separa
 from __future__ import annotations
 
 import argparse
+import ast
 import time
 from typing import Any
 
@@ -62,7 +63,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for item in args.option:
         target, assignment = item.split(".", 1)
         key, value = assignment.split("=", 1)
-        overrides.setdefault(target, {})[key] = value if not value.isdigit() else int(value)
+        try:
+            overrides.setdefault(target, {})[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            overrides.setdefault(target, {})[key] = value
 
     def analyses(selected: list[str]) -> list[gl.Analysis]:
         return [build_analyses(n, overrides.get(n, {}))[0] for n in selected]
