@@ -60,14 +60,21 @@ def options(name: str) -> dict:
 
 def make_model(backend: str) -> tuple[gl.Adapter, torch.nn.Module]:
     """(adapter, the user's model) on each backend; the user left the model in train mode."""
-    if backend == "nnsight":
-        model, tokenizer = tiny_gpt2()
-        adapter = gl.attach(model, tokenizer=tokenizer)
-    else:
+    if backend == "hooked-transformer":
         model = tiny_hooked_transformer()
         adapter = gl.attach(model, tokenizer=tiny_tokenizer())
+        model.train()
+        model.blocks[0].eval()  # modes mixed on purpose: each must come back as it was
+        return adapter, model
+    model, tokenizer = tiny_gpt2()
     model.train()
-    model.transformer.h[0].eval() if backend == "nnsight" else model.blocks[0].eval()  # mixed
+    model.transformer.h[0].eval()
+    if backend == "nnsight":
+        return gl.attach(model, tokenizer=tokenizer), model
+    adapter = gl.attach(model, tokenizer=tokenizer, backend="transformer-lens")
+    # The TransformerBridge wires capture hooks of its own on its first forward and keeps them;
+    # those are the bridge's, not ours: a clean run first.
+    gl.run("activation-stats", adapter, ["the cat"], site=SITE, progress=False)
     return adapter, model
 
 
@@ -145,7 +152,8 @@ def interrupt_on_forward(model: torch.nn.Module, at_call: int):
 
 
 ANALYSES = sorted(list_analyses())
-BACKENDS = ("nnsight", "transformer-lens")
+# TransformerLens both ways: its own HookedTransformer, and a Hugging Face model bridged.
+BACKENDS = ("nnsight", "hooked-transformer", "bridge")
 FAULTS = ("update", "source", "interrupt")
 
 
