@@ -262,10 +262,21 @@ CASES = [
     Case("a JSON that is not a result",
          lambda _: gl.Result.from_dict({"metrics": {}}),
          ValueError, ("Not a geomlens result", "'analysis'")),
+    Case("a results file that is not JSON",
+         lambda tmp: gl.Result.from_json(_written(tmp / "r.json", "metrics: 1")),
+         ValueError, ("is not a geomlens result", "not valid JSON", "Result.to_json")),
+    Case("a results file holding a list",
+         lambda tmp: gl.Result.from_json(_written(tmp / "r.json", "[1, 2]")),
+         ValueError, ("is not a geomlens result", "JSON list")),
     Case("a metric the result lacks",
          lambda _: gl.Result("x", metrics={"alpha": 1.0})["alpah"],
          KeyError, ("no metric 'alpah'", "['alpha']")),
 ]  # fmt: skip
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 def _file(folder: Path) -> Path:

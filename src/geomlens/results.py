@@ -168,9 +168,23 @@ class Result:
     def from_json(cls, path_or_text: str | os.PathLike[str]) -> Result:
         """Read a result from a file path (or from JSON text)."""
         text = str(path_or_text)
+        source = "the text given"
         if not text.lstrip().startswith("{"):
+            source = str(path_or_text)
             text = Path(path_or_text).read_text(encoding="utf-8")
-        return cls.from_dict(json.loads(text))
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"{source} is not a geomlens result: not valid JSON ({error}). A result file is "
+                "what Result.to_json or `geomlens run --out` wrote."
+            ) from error
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{source} is not a geomlens result: it holds a JSON {type(data).__name__}, "
+                "not an object with 'analysis', 'metrics' and 'tables'."
+            )
+        return cls.from_dict(data)
 
     def to_frame(self, table: str | None = None) -> Any:
         """A pandas DataFrame: the metrics (one row per metric) or the named table."""
