@@ -65,6 +65,11 @@ class UnknownSiteError(KeyError, ValueError):
 def unknown_site_error(site: str, valid: Sequence[str], model_id: str) -> UnknownSiteError:
     nearest = difflib.get_close_matches(site, valid, n=1, cutoff=0.0)
     hint = f" Did you mean {nearest[0]!r}?" if nearest else ""
+    layers = [layer for layer in map(layer_of, valid) if layer is not None]
+    asked = layer_of(site)
+    if asked is not None and layers and asked > max(layers):
+        # A layer past the last one: say how many the model has, not only the nearest name.
+        hint = f" The model has {max(layers) + 1} blocks (0..{max(layers)}).{hint}"
     shown = ", ".join(valid[:12]) + (", …" if len(valid) > 12 else "")
     return UnknownSiteError(
         f"Unknown site {site!r} for model {model_id!r}.{hint} Valid sites ({len(valid)}): {shown}"
