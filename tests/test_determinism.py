@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.builtin_analyses import BUILT_IN, uncovered_built_ins
 from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_gpt2
 from sae_lens.saes.sae import SAEMetadata
@@ -20,10 +21,6 @@ from geomlens.registry import analysis_class, list_analyses
 
 SITE = "blocks.1.hook_resid_post"
 WORDS = ["king", "queen", "man", "woman", "boy", "girl", "cat", "dog", "fox", "bird"]
-BUILT_IN = (
-    "abstraction", "activation-stats", "ccgp", "linearization-effect", "resolution",
-    "sae-features", "similarity",
-)  # fmt: skip
 
 
 def timing_free(result: dict) -> dict:
@@ -88,6 +85,7 @@ def run_cli(name: str, workspace: dict[str, Path], out: Path, seed: int) -> dict
 
 
 def test_every_built_in_analysis_is_covered():
+    assert uncovered_built_ins() == [], "add them to tests/helpers/builtin_analyses.py"
     assert set(BUILT_IN) <= set(list_analyses())
 
 
