@@ -386,3 +386,19 @@ def gl_cli_app():
     from geomlens.cli import app
 
     return app
+
+
+@pytest.mark.parametrize("chunk", [2**24, 7])  # one pass, and the check split into pieces
+def test_nan_only_at_padding_is_not_reported(chunk, monkeypatch):
+    import geomlens.finite_check
+
+    monkeypatch.setattr(geomlens.finite_check, "_CHUNK_ELEMENTS", chunk)
+    activations = RNG.normal(size=(4, 3, 2))
+    mask = np.ones((4, 3), dtype=bool)
+    mask[2, 2] = False
+    activations[2, 2, 1] = np.nan  # a padded position: never read
+    result = gl.run("activation-stats", gl.attach({SITE: activations}, attention_mask=mask))
+    assert result[f"{SITE}.rows"] == 11.0
+    activations[1, 0, 0] = np.inf  # a real token
+    with pytest.raises(NonFiniteActivationError, match="batch 0 \\(dataset rows 0..3\\)"):
+        gl.run("activation-stats", gl.attach({SITE: activations}, attention_mask=mask))

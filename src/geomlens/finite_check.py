@@ -37,13 +37,7 @@ class NonFiniteWatch:
         if len(index):
             self._rows[number] = (int(np.min(index)), int(np.max(index)))
         for site, activation in activations.items():
-            values = activation
-            mask = attention_mask.to(activation.device).bool()
-            if activation.dim() >= 2 and tuple(activation.shape[:2]) == tuple(mask.shape):
-                # Padding positions may hold anything; only real tokens must be finite.
-                shape = (*mask.shape, *([1] * (activation.dim() - 2)))
-                values = torch.where(mask.reshape(shape), activation, 0)
-            bad = ~torch.isfinite(values).all()
+            bad = _has_non_finite(activation, attention_mask)
             first = self._first_bad.get(site)
             if first is None:
                 first = torch.full((), -1, dtype=torch.long, device=activation.device)
@@ -63,3 +57,31 @@ class NonFiniteWatch:
             f"{low}..{high}){also}. Check those inputs and the model's numerics (dtype: try "
             "float32 instead of float16, or a smaller input), or choose another site."
         )
+
+
+#: Elements checked at once: bounds the temporary boolean tensor (16 MB), so that checking the
+#: logits of a large vocabulary never doubles a batch's memory.
+_CHUNK_ELEMENTS = 2**24
+
+
+def _has_non_finite(activation: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """A 0-d bool tensor on the activation's device: whether any real token holds NaN / Inf.
+
+    Padding positions may hold anything (a fully masked attention row can give NaN), so only
+    positions the mask marks real count when the activation is ``[B, T, ...]`` like the mask.
+    """
+    if activation.dim() == 0:
+        return ~torch.isfinite(activation)
+    mask = attention_mask.to(activation.device).bool()
+    per_token = activation.dim() >= 2 and tuple(activation.shape[:2]) == tuple(mask.shape)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, activation[0].numel()))
+    bad = torch.zeros((), dtype=torch.bool, device=activation.device)
+    for start in range(0, activation.shape[0], rows):
+        finite = torch.isfinite(activation[start : start + rows])
+        if per_token:
+            # [rows, T, ...] -> [rows, T]: a token is finite when all its features are.
+            finite = finite.flatten(2).all(dim=-1) if finite.dim() > 2 else finite
+            bad = bad | (~finite & mask[start : start + rows]).any()
+        else:
+            bad = bad | ~finite.all()
+    return bad
