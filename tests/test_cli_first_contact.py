@@ -213,3 +213,12 @@ def test_list_shows_declared_option_ranges():
     assert folds and all(line.endswith("[≥ 2]") for line in folds)
     confidence = [line for line in done.stdout.splitlines() if "confidence = 0.95" in line]
     assert confidence and all(line.endswith("[0 … 1]") for line in confidence)
+
+
+def test_a_broken_plugin_from_python_raises_its_load_error(broken_plugin):
+    import geomlens as gl
+    from geomlens.registry import PluginLoadError
+
+    with pytest.raises(PluginLoadError, match="a_dependency_nobody_installed"):
+        gl.analysis_class("broken")
+    assert "activation-stats" in gl.list_analyses()  # the others still load
