@@ -1,9 +1,7 @@
-from dataclasses import dataclass
-
 import pytest
+from helpers.minimal_analysis import register_minimal_analysis
 
 import geomlens as gl
-from geomlens.analyses.base import Analysis, AnalysisConfig
 from geomlens.registry import Registry, UnknownNameError
 
 
@@ -46,25 +44,7 @@ def test_unknown_option_names_the_valid_ones():
 
 
 def test_register_decorator_sets_name():
-    @dataclass
-    class Cfg(AnalysisConfig):
-        pass
-
-    @gl.register_analysis("test-only-registered")
-    class Thing(Analysis):
-        Config = Cfg
-
-        def sites(self, adapter):
-            return []
-
-        def update(self, batch):
-            pass
-
-        def merge(self, other):
-            pass
-
-        def finalize(self):
-            return gl.Result(self.name)
-
-    assert Thing.name == "test-only-registered"
-    assert gl.analysis_class("test-only-registered") is Thing
+    # The helper defines a plain Analysis subclass under @gl.register_analysis(name).
+    thing = register_minimal_analysis("test-only-registered")
+    assert thing.name == "test-only-registered"
+    assert gl.analysis_class("test-only-registered") is thing
