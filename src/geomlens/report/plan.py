@@ -29,12 +29,15 @@ QUICK_ROWS = 64
 QUICK_GROUP_MIN_ROWS = 8
 #: Columns whose values split the data into groups that a quick pass must all keep.
 GROUP_COLUMNS = ("task", "condition")
-#: Options made cheaper in a quick pass, applied to each analysis whose config has the field.
+#: Options made cheaper in a quick pass, applied to each analysis whose config has the field:
+#: fewer bootstrap resamples, label shuffles and Monte-Carlo trials, and (sae-features with no
+#: SAE given) a smaller SAE trained on fewer tokens, cached apart from the full run's.
 QUICK_OPTIONS: dict[str, Any] = {
     "n_bootstrap": 100,
     "n_shuffles": 20,
     "bootstrap": 50,
     "samples": 20_000,
+    "training": {"tokens": 5_000},
 }
 
 
