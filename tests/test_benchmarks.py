@@ -9,6 +9,7 @@ from helpers.tiny_models import tiny_gpt2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import bench_cache_speed  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_overhead  # noqa: E402
@@ -90,3 +91,13 @@ def test_bench_sae_and_the_gpu_benchmark_run_on_a_tiny_model(tmp_path):
     assert numbers["host_syncs_in_activation_stats_pass"] is None  # counted on CUDA only
     assert set(numbers["analyses"]) >= {"activation-stats", "sae-features", "ccgp"}
     assert out.exists()
+
+
+def test_bench_cache_speed_runs_on_a_tiny_model(tmp_path):
+    numbers = bench_cache_speed.main(
+        ["--model", saved_tiny_gpt2(tmp_path / "tiny"), "--inputs", "12", "--batch-size", "4",
+         "--max-length", "8", "--repeats", "2"]
+    )  # fmt: skip
+    assert len(numbers["seconds"]["run_with_cache"]) == 2
+    assert numbers["geomlens_over_run_with_cache_seconds"] > 0
+    assert numbers["same_statistic"] is True

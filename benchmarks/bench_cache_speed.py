@@ -1,0 +1,78 @@
+"""Speed of geomlens against TransformerLens ``run_with_cache`` (keep every real token's
+residual vectors, compute at the end), interleaved in one process over the same inputs.
+
+bench_memory.py compares their peak memory, which needs a fresh process per run; this compares
+their time, which needs both in one process (A B A B …) so that machine load hits both alike.
+Both go through the TransformerLens backend and compute activation-stats' statistics at every
+block's residual stream.
+
+    python benchmarks/bench_cache_speed.py --inputs 2000 --repeats 3 --out benchmarks/results/cache_speed_cpu_minilm.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import torch
+
+import geomlens as gl
+from geomlens.benchmarking import corpus_texts, interleaved, median_ratio
+from geomlens.data.dataset import as_dataset
+
+try:
+    from bench_memory import with_geomlens, with_run_with_cache
+    from common import machine, write
+except ImportError:  # imported as benchmarks.bench_cache_speed
+    from benchmarks.bench_memory import with_geomlens, with_run_with_cache
+    from benchmarks.common import machine, write
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--inputs", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--max-length", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    adapter = gl.load(args.model, backend="transformer-lens", device=device)
+    dataset = as_dataset(corpus_texts(args.inputs))
+    warm = as_dataset(corpus_texts(args.batch_size))
+    checks = {"geomlens": with_geomlens(adapter, warm, args)}
+    checks["run_with_cache"] = with_run_with_cache(adapter, warm, args)
+    seconds = interleaved(
+        {
+            "geomlens": lambda: checks.update(geomlens=with_geomlens(adapter, dataset, args)),
+            "run_with_cache": lambda: checks.update(
+                run_with_cache=with_run_with_cache(adapter, dataset, args)
+            ),
+        },
+        args.repeats,
+        device,
+    )
+    numbers = {
+        "benchmark": "geomlens vs run_with_cache, time, interleaved",
+        "model": adapter.model_id,
+        "device": str(device),
+        "inputs": args.inputs,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "repeats": args.repeats,
+        "seconds": seconds,
+        "geomlens_over_run_with_cache_seconds": median_ratio(seconds, "geomlens", "run_with_cache"),
+        "same_statistic": abs(
+            checks["geomlens"]["mean_norm_last"] - checks["run_with_cache"]["mean_norm_last"]
+        )
+        <= 1e-4 * abs(checks["geomlens"]["mean_norm_last"]),
+        "machine": machine(),
+    }
+    return write(numbers, args.out)
+
+
+if __name__ == "__main__":
+    main()
