@@ -17,13 +17,39 @@ from geomlens.stats import StreamingMoments
 SITE = "blocks.0.hook_resid_post"
 
 
+class CountBatches(gl.Analysis):
+    """Runs after activation-stats in each batch: a read there stops the run before this."""
+
+    name = "count-batches"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches = 0
+
+    def sites(self, adapter):
+        return [SITE]
+
+    def update(self, batch):
+        self.batches += 1
+
+    def merge(self, other):
+        self.batches += other.batches
+
+    def finalize(self):
+        return gl.Result(self.name, metrics={"batches": float(self.batches)})
+
+
 def test_the_hot_loop_reads_nothing_back():
     rng = np.random.default_rng(0)
     activations = torch.as_tensor(rng.normal(size=(20, 5, 4)), dtype=torch.float32)
     mask = torch.arange(5) < torch.as_tensor(rng.integers(1, 6, size=20))[:, None]
     adapter = RecordedAdapter({SITE: activations}, attention_mask=mask, device="meta")
-    analysis = ActivationStats()
-    stream([analysis], adapter, gl.Dataset(num_rows=20), batch_size=6, progress=False)
+    analysis, counter = ActivationStats(), CountBatches()
+    try:
+        stream([analysis, counter], adapter, gl.Dataset(num_rows=20), batch_size=6, progress=False)
+    except RuntimeError as error:  # reads once the loop is over are fine (the NaN check's)
+        assert "meta" in str(error)
+    assert counter.batches == 4  # every batch ran: nothing was read back inside the loop
     assert analysis.moments[SITE].mean.device.type == "meta"
     with pytest.raises(NotImplementedError):  # the check has teeth: selecting rows must read
         activations.to("meta")[mask.to("meta")]
