@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 import geomlens as gl
-from geomlens.benchmarking import corpus_texts, interleaved, median_ratio
+from geomlens.benchmarking import corpus_texts, interleaved, median_ratio, min_ratio
 from geomlens.data.dataset import as_dataset
 
 try:
@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "repeats": args.repeats,
         "seconds": seconds,
         "geomlens_over_run_with_cache_seconds": median_ratio(seconds, "geomlens", "run_with_cache"),
+        "geomlens_over_run_with_cache_seconds_fastest": min_ratio(
+            seconds, "geomlens", "run_with_cache"
+        ),
         "same_statistic": abs(
             checks["geomlens"]["mean_norm_last"] - checks["run_with_cache"]["mean_norm_last"]
         )

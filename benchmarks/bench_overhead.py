@@ -31,6 +31,7 @@ from geomlens.benchmarking import (
     interleaved,
     labelled_corpus,
     median_ratio,
+    min_ratio,
 )
 from geomlens.engine import build_analyses, stream
 
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
         "seconds": seconds,
         **{f"{label}_over_bare": median_ratio(seconds, label, "bare") for label in prepared},
+        **{f"{label}_over_bare_fastest": min_ratio(seconds, label, "bare") for label in prepared},
         "setup_and_warmup_seconds": setup_seconds,
         "finalize_seconds": finalize_seconds,
         "machine": machine(),

@@ -97,3 +97,9 @@ def interleaved(
 def median_ratio(seconds: dict[str, list[float]], name: str, baseline: str) -> float:
     """Median seconds of ``name`` over the median of ``baseline``."""
     return statistics.median(seconds[name]) / statistics.median(seconds[baseline])
+
+
+def min_ratio(seconds: dict[str, list[float]], name: str, baseline: str) -> float:
+    """Fastest repeat of ``name`` over the fastest of ``baseline``: on a shared machine the
+    fastest repeat is the one least slowed by other work, so this is the steadier estimate."""
+    return min(seconds[name]) / min(seconds[baseline])
