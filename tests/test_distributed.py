@@ -61,6 +61,14 @@ def test_each_rank_checkpoints_its_own_shard(two_process_results, adapter):
                checkpoint=two_process_results / "ckpt")  # fmt: skip
 
 
+def test_two_ranks_resume_an_interrupted_stream(two_process_results, adapter):
+    expected = gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(), batch_size=3)
+    got = gl.Result.from_json(two_process_results / "resumed.json")
+    assert_same_results(got, expected)
+    files = sorted(p.name for p in (two_process_results / "interrupted").iterdir())
+    assert files == ["state-rank0-of-2.pt", "state-rank1-of-2.pt"]
+
+
 @pytest.mark.parametrize("batches", [0, 1, 2, 5, 7])
 def test_blocks_split_batches_disjointly_in_order(batches):
     for world in (1, 2, 3, 4):

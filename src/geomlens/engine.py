@@ -382,6 +382,8 @@ def run(
         "seed": seed,
         "world_size": shard.world_size,
     }
+    if shard.world_size > 1:  # which batches a rank ran depends on how the data were dealt
+        run_arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
     saver = None
     if checkpoint is not None:
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)

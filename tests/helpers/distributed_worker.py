@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+def failing(rows: list, at: int):
+    for number, row in enumerate(rows):
+        if number == at:
+            raise Interrupted(f"stopped at row {number}")
+        yield row
 
 
 def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str) -> None:
@@ -43,5 +55,15 @@ def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str
                          batch_size=3, checkpoint=checkpoint, checkpoint_every=1)  # fmt: skip
         if rank == 0:
             checked.to_json(Path(out) / "checkpointed.json")
+        # Interrupted mid-stream on both ranks (each reads the whole source), then resumed.
+        rows = RECIPES["activation-stats"].rows()
+        resumable = Path(checkpoint).with_name("interrupted")
+        with contextlib.suppress(Interrupted):
+            gl.run("activation-stats", adapter, failing(rows, 13), batch_size=3,
+                   checkpoint=resumable, checkpoint_every=1)  # fmt: skip
+        resumed = gl.run("activation-stats", adapter, iter(rows), batch_size=3,
+                         checkpoint=resumable, checkpoint_every=1)  # fmt: skip
+        if rank == 0:
+            resumed.to_json(Path(out) / "resumed.json")
     finally:
         dist.destroy_process_group()
