@@ -239,8 +239,8 @@ def _feed(
             try:
                 captured = adapter.capture(inputs, sites)
             except IndexError as error:  # an input longer than the model's position table
-                tokens = inputs.attention_mask.shape[-1]
-                raise explain_index_error(error, adapter, tokens) from error
+                width = inputs.attention_mask.shape[-1]
+                raise explain_index_error(error, adapter, width) from error
             batch = Batch(captured, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
             for analysis in analyses:
