@@ -26,7 +26,18 @@ def test_every_analysis_agrees_with_itself_on_cpu(tmp_path):
     folder = saved_model(tmp_path / "model", tiny_gpt2)
     out = tmp_path / "agreement.json"
     report = load_script().main(
-        ["--model", str(folder), "--device", "cpu", "--rows", "8", "--max-length", "32", "--out", str(out)]
+        [
+            "--model",
+            str(folder),
+            "--device",
+            "cpu",
+            "--rows",
+            "8",
+            "--max-length",
+            "32",
+            "--out",
+            str(out),
+        ]
     )
     expected = {
         "activation-stats", "similarity", "resolution", "abstraction", "ccgp",

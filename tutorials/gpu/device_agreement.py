@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     device = gl.load(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     report: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype}
     print(f"{'analyses':<24} {'largest relative gap':>22}  {'at metric':<48} device s / cpu s")
-    for label, (names, data, options) in analysis_runs(cpu, args.rows).items():
+    for names, data, options in analysis_runs(cpu, args.rows).values():
         timings = []
         results = []
         for adapter in (cpu, device):
