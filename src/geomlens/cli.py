@@ -26,24 +26,15 @@ def _main(context: typer.Context) -> None:
         raise typer.Exit(code=0)
 
 
-ModelOption = Annotated[
-    str,
-    typer.Option(
-        "--model", "-m", help="HF model name or local path (default: bundled all-MiniLM-L6-v2)."
-    ),
-]
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help="transformer-lens or nnsight.")]
-DeviceOption = Annotated[
-    str | None,
-    typer.Option("--device", help="cpu, cuda, cuda:1, mps (default: where torch puts it)."),
-]
-TrustRemoteCodeOption = Annotated[
-    bool,
-    typer.Option(
-        "--trust-remote-code",
-        help="Run Python code shipped with the model's files (off by default; recorded in results).",
-    ),
-]
+from geomlens.cli_options import (  # noqa: E402  (after the app, as before)
+    BackendOption,
+    BatchSizeOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    SeedOption,
+    TrustRemoteCodeOption,
+)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -249,20 +240,13 @@ def run_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also write the analysis's figure here.")
     ] = None,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", help="Inputs per forward pass.")
-    ] = DEFAULT_BATCH_SIZE,
-    max_length: Annotated[
-        int | None,
-        typer.Option(
-            "--max-length", help="Truncate inputs to this many tokens (default: keep all)."
-        ),
-    ] = DEFAULT_MAX_LENGTH,
+    batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
+    max_length: MaxLengthOption = DEFAULT_MAX_LENGTH,
     device: DeviceOption = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Analysis option KEY=VALUE (repeatable).")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
+    seed: SeedOption = 0,
     trust_remote_code: TrustRemoteCodeOption = False,
     dtype: Annotated[
         str | None,

@@ -8,6 +8,14 @@ from typing import Annotated
 
 import typer
 
+from geomlens.cli_options import (
+    BackendOption,
+    BatchSizeOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    SeedOption,
+)
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
@@ -27,18 +35,9 @@ def print_summary(report) -> None:
 
 
 def report_command(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", "-m", help="HF model name or local path (default: bundled MiniLM)."
-        ),
-    ] = "all-MiniLM-L6-v2",
-    backend: Annotated[
-        str, typer.Option("--backend", "-b", help="transformer-lens or nnsight.")
-    ] = "nnsight",
-    device: Annotated[
-        str | None, typer.Option("--device", help="cpu, cuda, cuda:1, mps (default: torch's).")
-    ] = None,
+    model: ModelOption = "all-MiniLM-L6-v2",
+    backend: BackendOption = "nnsight",
+    device: DeviceOption = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for index.html, figures and JSON.")
     ] = Path("report"),
@@ -49,14 +48,9 @@ def report_command(
         list[str] | None,
         typer.Option("--analysis", "-a", help="Run only these analyses (repeatable; plugins too)."),
     ] = None,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", help="Inputs per forward pass.")
-    ] = DEFAULT_BATCH_SIZE,
-    max_length: Annotated[
-        int | None,
-        typer.Option("--max-length", help="Truncate inputs to this many tokens (default: none)."),
-    ] = DEFAULT_MAX_LENGTH,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
+    max_length: MaxLengthOption = DEFAULT_MAX_LENGTH,
+    seed: SeedOption = 0,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
     from geomlens.report.runner import build_report
