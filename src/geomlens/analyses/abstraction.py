@@ -44,12 +44,9 @@ def abstraction_table(state: ConceptState, config: AbstractionConfig, seed: int)
     rows = []
     for site in state.sites():
         for task in state.tasks():
-            _, contexts, means = state.class_means(site, task)
-            if len(contexts) < 2:
-                raise ValueError(
-                    f"Task {task!r} has {len(contexts)} context(s) showing both concept values; "
-                    "α compares a concept across at least two contexts."
-                )
+            _, _, means = state.class_means_across_contexts(
+                site, task, "α compares a concept across contexts"
+            )
             scores = abstraction_scores(
                 means,
                 task_rng(seed, site, task),

@@ -53,14 +53,9 @@ def ccgp_tables(
     per_task, per_split = [], []
     for site in state.sites():
         for task in state.tasks():
-            # A binary concept seen in two or more contexts, or a message saying what is wrong.
-            _, contexts, _ = state.class_means(site, task)
-            if len(contexts) < 2:
-                raise ValueError(
-                    f"CCGP of task {str(task)!r} needs at least two contexts that hold both of "
-                    "its concept values (a probe trained on some contexts is tested on another); "
-                    f"it has {[str(x) for x in contexts] or 'none'}. Add rows in more contexts."
-                )
+            state.class_means_across_contexts(
+                site, task, "CCGP tests a probe trained on some contexts on another"
+            )
             rows, concept, context = state.pooled(site, task)
             summary, splits = ccgp_scores(
                 rows,

@@ -156,6 +156,20 @@ class ConceptState:
         means = np.array([[cells[(c, x)] for x in contexts] for c in concepts])
         return concepts, contexts, means
 
+    def class_means_across_contexts(
+        self, site: str, task: str, purpose: str
+    ) -> tuple[list[str], list[str], np.ndarray]:
+        """:meth:`class_means` of a task seen in at least two contexts that hold both concept
+        values, or an error saying why ``purpose`` needs them."""
+        concepts, contexts, means = self.class_means(site, task)
+        if len(contexts) < 2:
+            raise ValueError(
+                f"Task {str(task)!r} needs at least two contexts that hold both of its concept "
+                f"values ({purpose}); it has {[str(x) for x in contexts] or 'none'}. Add rows in "
+                "more contexts."
+            )
+        return concepts, contexts, means
+
     def pooled(self, site: str, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows ``[n, d]``, concept, context) of one task at one site, in dataset order."""
         order = np.argsort(np.concatenate(self.index), kind="stable")

@@ -226,6 +226,20 @@ def _module_hooks(hooks: list[tuple[torch.nn.Module, Callable[..., Any]]]) -> It
             handle.remove()
 
 
+def _hooks_on(
+    module_hooks: list[tuple[torch.nn.Module, Callable[..., Any]]], lens_hooks: list
+) -> contextlib.AbstractContextManager:
+    """Torch forward hooks on HF modules and TransformerLens HookPoint hooks, all removed on
+    exit."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(_module_hooks(module_hooks))
+    if lens_hooks:
+        from geomlens.hooks.transformer_lens import _hooks_added
+
+        stack.enter_context(_hooks_added(lens_hooks))
+    return stack
+
+
 def _replacing_hooks(
     targets: list[ActivationTarget], mode: str
 ) -> contextlib.AbstractContextManager:
@@ -260,13 +274,7 @@ def _replacing_hooks(
         if target.gated:
             lens_hooks.append((mlp.hook_pre_linear, remember("pre_linear")))
         lens_hooks.append((mlp.hook_post, replace_post))
-    stack = contextlib.ExitStack()
-    stack.enter_context(_module_hooks(module_hooks))
-    if lens_hooks:
-        from geomlens.hooks.transformer_lens import _hooks_added
-
-        stack.enter_context(_hooks_added(lens_hooks))
-    return stack
+    return _hooks_on(module_hooks, lens_hooks)
 
 
 def _pre_activation_taps(
@@ -289,13 +297,7 @@ def _pre_activation_taps(
                 return activation
 
             lens_hooks.append((target.mlp.hook_pre, tap_lens))
-    stack = contextlib.ExitStack()
-    stack.enter_context(_module_hooks(module_hooks))
-    if lens_hooks:
-        from geomlens.hooks.transformer_lens import _hooks_added
-
-        stack.enter_context(_hooks_added(lens_hooks))
-    return stack
+    return _hooks_on(module_hooks, lens_hooks)
 
 
 def mean_pre_activations(

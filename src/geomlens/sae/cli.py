@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from geomlens.cli_options import BackendOption, DeviceOption, ModelOption, SeedOption
 from geomlens.sae.config import TrainingConfig, default_corpus_name
 
 DEFAULTS = TrainingConfig()
@@ -17,9 +18,7 @@ app = typer.Typer(help="Sparse autoencoders (sae-lens): train offline, cached fo
 
 @app.command("train")
 def train_command(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="HF model name or local path.")
-    ] = "all-MiniLM-L6-v2",
+    model: ModelOption = "all-MiniLM-L6-v2",
     site: Annotated[
         str | None,
         typer.Option(
@@ -48,17 +47,15 @@ def train_command(
             "--data", help=".txt/.jsonl/.json texts (default: the corpus's training part)."
         ),
     ] = None,
-    backend: Annotated[
-        str, typer.Option("--backend", "-b", help="transformer-lens or nnsight.")
-    ] = ("nnsight"),
-    device: Annotated[str | None, typer.Option("--device", help="cpu, cuda, ...")] = None,
+    backend: BackendOption = "nnsight",
+    device: DeviceOption = None,
     cache_dir: Annotated[
         Path | None,
         typer.Option(
             "--cache-dir", help="Cache folder (default: $GEOMLENS_SAE_CACHE or the user cache)."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOption = 0,
 ) -> None:
     """Train (or reuse) an SAE on the model's activations at SITE; print its folder."""
     import geomlens as gl
