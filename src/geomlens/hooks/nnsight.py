@@ -235,6 +235,11 @@ class NNsightAdapter(Adapter):
             return site
         return super().resolve_site(site)
 
+    @property
+    def block_list_path(self) -> str:
+        """Torch path of the model's list of blocks (from the architecture table)."""
+        return _join(self._base_path, self.table.layers)
+
     def _count_layers(self) -> int:
         if self.table.shared_block:  # one module run once per layer
             self._submodule(_join(self._base_path, self.table.layers))
