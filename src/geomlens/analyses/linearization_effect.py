@@ -38,7 +38,7 @@ from geomlens.hooks.linearize import (
     mean_pre_activations,
 )
 from geomlens.hooks.pooling import pool_tokens
-from geomlens.hooks.resume import capture_from_layer, resume_site
+from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.registry import register_analysis
 from geomlens.results import Result
 
@@ -124,8 +124,7 @@ class LinearizationEffect(Analysis):
             first = min(self._layers(adapter))
         except ValueError:
             return None  # no penultimate layer: setup says so
-        site = resume_site(first)
-        return site if first > 0 and site in adapter.sites() else None
+        return resume_site_for(adapter, first)
 
     def required_columns(self) -> tuple[str, ...]:
         return ("concept", "context")

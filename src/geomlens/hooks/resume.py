@@ -38,6 +38,15 @@ def resume_site(layer: int) -> str:
     return f"blocks.{layer}.hook_resid_pre"
 
 
+def resume_site_for(adapter: Adapter, layer: int | None) -> str | None:
+    """The site to capture in the first pass so that a second pass can start at ``layer``, or
+    None where there is nothing to skip (layer 0, ``hook_embed``, a model without blocks)."""
+    if layer is None or layer <= 0 or layer >= adapter.n_layers:
+        return None
+    site = resume_site(layer)
+    return site if site in adapter.sites() else None
+
+
 #: Per adapter: whether its blocks return a tuple (and its length) or a bare tensor.
 _OUTPUT_FORM: weakref.WeakKeyDictionary[Adapter, int | None] = weakref.WeakKeyDictionary()
 
