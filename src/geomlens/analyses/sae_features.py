@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, RunContext, option
+from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import Adapter
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.theory import ssd as ssd_theory
 

@@ -184,6 +184,10 @@ class NNsightAdapter(Adapter):
 
     # -- what the model offers ---------------------------------------------------------------
     @property
+    def transformer_blocks(self) -> torch.nn.Module | None:
+        model = self.model
+        return getattr(model, "base_model", model).get_submodule(self.table.layers)
+
     def model(self) -> torch.nn.Module:
         """The torch module traced (a weight-sharing twin of a plain module handed in)."""
         return self._module
