@@ -139,9 +139,9 @@ def imports_of(root: Path) -> list[Import]:
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
                 and id(node) not in not_modules
+                and _MODULE_STRING.fullmatch(node.value)
             ):
-                if _MODULE_STRING.fullmatch(node.value):
-                    names = [node.value.split(":")[0]]
+                names = [node.value.split(":")[0]]
             for name in names:
                 if not name.startswith("geomlens"):
                     continue
@@ -186,7 +186,9 @@ def layer_violations(root: Path) -> list[str]:
         if item.source.startswith("geomlens.theory") and not item.target.startswith(
             "geomlens.theory"
         ):
-            problems.append(f"{item.where} imports {item.target}: theory/ imports nothing of geomlens")
+            problems.append(
+                f"{item.where} imports {item.target}: theory/ imports nothing of geomlens"
+            )
             continue
         source_floor, target_floor = floor_of(item.source), floor_of(item.target)
         if target_floor < source_floor:  # a smaller number is a higher floor
@@ -305,7 +307,10 @@ def test_theory_importing_geomlens_is_named(tmp_path):
 
 def test_importing_a_shim_from_inside_the_package_is_named(tmp_path):
     root = _scratch_copy(tmp_path)
-    _append(root / "geomlens" / "engine" / "feed.py", "from geomlens.defaults import DEFAULT_BATCH_SIZE\n")
+    _append(
+        root / "geomlens" / "engine" / "feed.py",
+        "from geomlens.defaults import DEFAULT_BATCH_SIZE\n",
+    )
     (problem,) = layer_violations(root)
     assert "compatibility shim geomlens.defaults" in problem
     assert "import geomlens.engine.defaults instead" in problem

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
-from geomlens.analyses.choices import LOGITS_SITE, ChoiceRecords
+from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
 from geomlens.analyses.pooled import PooledRows
 from geomlens.analyses.registry import register_analysis
 from geomlens.data.stimuli import Metric, parse_metric, years

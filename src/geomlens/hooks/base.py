@@ -31,6 +31,7 @@ from geomlens.hooks.sites import (  # noqa: F401  (also read from here: geomlens
 #: An edit applied at a site: takes the activation [B, T, ...] and returns its replacement.
 EditFn = Callable[[torch.Tensor], torch.Tensor]
 
+
 class UnknownSiteError(KeyError, ValueError):
     """A site name that the model does not have; the message lists valid names."""
 

@@ -82,7 +82,9 @@ def encoded_batches(
         yield inputs
 
 
-def capture_batch(adapter: ModelAdapter, inputs: ModelInputs, sites: Sequence[str]) -> CapturedBatch:
+def capture_batch(
+    adapter: ModelAdapter, inputs: ModelInputs, sites: Sequence[str]
+) -> CapturedBatch:
     """One forward pass over ``inputs`` reading ``sites``; an input longer than the model's
     position table fails saying so (not with the embedding's bare IndexError)."""
     try:
