@@ -30,6 +30,7 @@ from geomlens.analyses.concept_geometry import (
     plot_by_layer,
     site_averages,
 )
+from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
 from geomlens.hooks.linearize import (
     MODES,
@@ -38,7 +39,6 @@ from geomlens.hooks.linearize import (
     mean_pre_activations,
 )
 from geomlens.hooks.pooling import pool_tokens
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 
 CONDITIONS = ("base", "linearized")
