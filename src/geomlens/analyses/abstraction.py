@@ -24,7 +24,7 @@ from geomlens.analyses.concept_geometry import (
     site_averages,
     task_rng,
 )
-from geomlens.registry import register_analysis
+from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 ALPHA_COLUMNS = ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null", "alpha_null_p95")

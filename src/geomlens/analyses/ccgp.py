@@ -28,7 +28,7 @@ from geomlens.analyses.concept_geometry import (
     plot_by_layer,
     site_averages,
 )
-from geomlens.registry import register_analysis
+from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy")

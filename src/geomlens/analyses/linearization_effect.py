@@ -30,6 +30,7 @@ from geomlens.analyses.concept_geometry import (
     plot_by_layer,
     site_averages,
 )
+from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
 from geomlens.hooks.linearize import (
     MODES,
@@ -39,7 +40,6 @@ from geomlens.hooks.linearize import (
 )
 from geomlens.hooks.pooling import pool_tokens
 from geomlens.hooks.resume import capture_from_layer, resume_site_for
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 
 CONDITIONS = ("base", "linearized")

@@ -35,7 +35,7 @@ BILINGUAL_FRAME = "[[{word}]]"
 
 
 def _package_file(name: str) -> str:
-    return resources.files("geomlens.data").joinpath("concepts", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("concepts", name).read_text(encoding="utf-8")
 
 
 def _empty_columns() -> dict[str, list[str]]:

@@ -183,6 +183,10 @@ class NNsightAdapter(Adapter):
         self._foreign_hooks = count_torch_hooks(self._module) - _transformers_hooks(self._module)
 
     # -- what the model offers ---------------------------------------------------------------
+    def transformer_blocks(self) -> torch.nn.Module | None:
+        model = self.model
+        return getattr(model, "base_model", model).get_submodule(self.table.layers)
+
     @property
     def model(self) -> torch.nn.Module:
         """The torch module traced (a weight-sharing twin of a plain module handed in)."""
@@ -234,11 +238,6 @@ class NNsightAdapter(Adapter):
             check_module_site(self._module, site, self.model_id)
             return site
         return super().resolve_site(site)
-
-    @property
-    def block_list_path(self) -> str:
-        """Torch path of the model's list of blocks (from the architecture table)."""
-        return _join(self._base_path, self.table.layers)
 
     def _count_layers(self) -> int:
         if self.table.shared_block:  # one module run once per layer

@@ -53,16 +53,15 @@ _OUTPUT_FORM: weakref.WeakKeyDictionary[Adapter, int | None] = weakref.WeakKeyDi
 
 def _block_list(adapter: Adapter) -> Sequence[torch.nn.Module] | None:
     """The model's blocks, in order, as modules whose forward is called once per pass each."""
-    from geomlens.hooks.nnsight import NNsightAdapter
-    from geomlens.hooks.transformer_lens import TransformerLensAdapter
-
-    if isinstance(adapter, TransformerLensAdapter):
-        return adapter.model.blocks
-    if isinstance(adapter, NNsightAdapter):
-        if adapter.table.shared_block or not adapter.table.layers:
-            return None
-        return adapter.model.get_submodule(adapter.block_list_path)
-    return None
+    if adapter.is_hooked_transformer:
+        return adapter.model.blocks  # type: ignore[attr-defined]
+    table = getattr(adapter, "table", None)  # nnsight's architecture table
+    if table is not None and (table.shared_block or not table.layers):
+        return None  # one module run once per layer (ALBERT): it cannot be skipped per layer
+    try:
+        return adapter.transformer_blocks()
+    except AttributeError:  # a layer list the table names but this module lacks
+        return None
 
 
 def _can_resume(adapter: Adapter, sites: Sequence[str], layer: int) -> bool:
