@@ -96,23 +96,24 @@ def test_blocks_before_the_edited_layer_are_not_computed(backend):
     adapter = gl.attach(model, tokenizer=tokenizer, backend=backend)
     inputs = adapter.encode(gl.Dataset(texts=TEXTS), np.arange(len(TEXTS)))
     first = adapter.capture(inputs, [resume_site(1)])
+    blocks = adapter.transformer_blocks()  # the modules that run (the bridge copies the model)
     calls = {0: 0, 1: 0}
     handles = [
-        model.model.layers[layer].self_attn.register_forward_hook(
+        blocks[layer].self_attn.register_forward_hook(
             lambda *args, layer=layer: calls.__setitem__(layer, calls[layer] + 1)
         )
         for layer in (0, 1)
     ]
     try:
-        hooks = count_torch_hooks(model)
-        forwards = [layer.__dict__.get("forward") for layer in model.model.layers]
+        hooks = count_torch_hooks(adapter.model)
+        forwards = [block.__dict__.get("forward") for block in blocks]
         for _ in range(2):  # the first resumed pass on an adapter runs block 0 once to learn its
             calls.update({0: 0, 1: 0})  # output form; later ones skip it
             capture_from_layer(adapter, inputs, ["logits"], 1, first[resume_site(1)])
         assert calls == {0: 0, 1: 1}
         # Nothing of ours is left on the model: its blocks' forwards are what they were.
-        assert [layer.__dict__.get("forward") for layer in model.model.layers] == forwards
-        assert count_torch_hooks(model) == hooks
+        assert [block.__dict__.get("forward") for block in blocks] == forwards
+        assert count_torch_hooks(adapter.model) == hooks
     finally:
         for handle in handles:
             handle.remove()
