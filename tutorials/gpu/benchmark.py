@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
     builtin_analyses,
@@ -34,7 +35,6 @@ from geomlens.engine.benchmarking import (
     interleaved,
     labelled_corpus,
 )
-from geomlens.engine import build_analyses, stream
 from geomlens.results import atomic_write_text
 
 
@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(
             f"{label:>18}: {value:12.0f} tokens/s  ({numbers['slowdown_vs_bare'][label]:.2f}× bare)"
         )
+    if "max_memory_allocated_bytes" in numbers:
+        print(f"max_memory_allocated: {numbers['max_memory_allocated_bytes'] / 2**20:.0f} MiB")
     if args.out is not None:
         atomic_write_text(args.out, json.dumps(numbers, indent=2) + "\n")
         print(f"wrote {args.out}")
