@@ -102,6 +102,7 @@ def test_bad_user_sets_say_what_is_wrong(tmp_path, content, message):
         load_concepts(path)
 
 
+@pytest.mark.slow
 def test_bilingual_tutorial_runs_on_cpu_with_a_tiny_model(tmp_path):
     model, tokenizer = tiny_llama()  # a gated (SwiGLU) MLP, as SmolLM2's and Gemma's
     model.save_pretrained(tmp_path / "model")

@@ -243,3 +243,15 @@ def test_an_option_the_tokenizer_does_not_know_is_refused():
     data = stimuli.choice_prompts(range(1500, 1600, 10), trials=2, labels="numbers")
     with pytest.raises(ValueError, match="unknown token"):
         gl.run("similarity", adapter, data, mode="behavioural", progress=False)
+
+
+def test_the_reports_helpers_read_p_s_and_p_i_against_chance(chat_llama_folder):
+    from geomlens.experiments.causal_lm import behavioural_choices, choice_summary
+
+    adapter = gl.load(str(chat_llama_folder), device="cpu")
+    result = behavioural_choices(adapter, candidates=(2,), trials=6)
+    summary = choice_summary(result)
+    assert summary["p_similarity"] == result["logits.p_similarity"]
+    assert summary["p_identification"] == result["logits.p_identification"]
+    assert summary["prompts"] == [{"labels": "letters", "prompt_format": "chat"}]
+    assert "chance 0.50" in summary["text"] and summary["text"].startswith("p_S^2 = ")
