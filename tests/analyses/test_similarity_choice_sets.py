@@ -3,9 +3,9 @@ choice sets as default data (CLI included), chat templates, chance levels and in
 
 import numpy as np
 import pytest
-import torch
+from helpers.tiny_models import tiny_llama
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 import geomlens as gl
@@ -75,18 +75,7 @@ def _tokenizer(chat: bool, adds_bos: bool = False) -> PreTrainedTokenizerFast:
 
 
 def _tiny_llama(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
-    config = LlamaConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return tiny_llama(tokenizer=tokenizer)[0]
 
 
 # -- rendering --------------------------------------------------------------------------------
