@@ -90,7 +90,13 @@ def test_birth_year_protocol_runs_on_cpu(tiny_lm_folder, tmp_path):
     assert [p["n"] for p in summary["luce_prediction"]] == [2, 4]
     for p in summary["luce_prediction"]:
         assert 0 < p["p_similarity"] <= 1 and 0 < p["p_identification"] <= 1
-    assert sorted(f["family"] for f in fits) == ["exponential", "gaussian", "linear", "step"]
+    assert sorted(f["family"] for f in fits) == [
+        "exponential",
+        "gaussian",
+        "linear",
+        "step",
+        "two-scale",
+    ]
     assert sum(f["chosen"] for f in fits) == 1
     assert (out / "birth_years.png").stat().st_size > 5_000
     assert json.loads((out / "birth_years.json").read_text())["analysis"] == "similarity"

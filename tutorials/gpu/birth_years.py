@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import geomlens as gl
-from geomlens.analyses.resolution import FAMILIES, fit_family, normalised_g
+from geomlens.analyses.profile_fits import FAMILIES, chosen_fit, fit_family, fitted_g
 from geomlens.data import stimuli
 from geomlens.results import atomic_save_figure, atomic_write_text
 from geomlens.theory import resolution as theory
@@ -53,18 +53,24 @@ def candidate_counts(n_max: int, n_step: int) -> list[int]:
 
 
 def fit_behavioural_profile(rows: list[dict]) -> list[dict]:
-    """Every family fitted to the recovered g(d) (each bin weighted by its option count)."""
+    """Every family fitted to the recovered g(d) (each bin weighted by its option count).
+
+    The fits are anchored at g(0) = 1, where the recovered g is normalised when the
+    identification prompts give it a d = 0 bin."""
     distance = np.array([r["distance"] for r in rows])
     mean = np.array([r["mean"] for r in rows])
     count = np.array([r["count"] for r in rows], dtype=float)
     fits = [fit_family(f, distance, mean, count, 0.0) for f in FAMILIES]
-    best = min(fits, key=lambda f: f.aic)
+    best = chosen_fit(fits)
     return [
         {
             "family": f.family,
             "epsilon": f.epsilon,
+            "half_width": f.half_width,
             "delta": f.delta,
-            "amplitude": f.amplitude,
+            "level": f.level,
+            "epsilon_fast": f.epsilon_fast,
+            "fast_share": f.fast_share,
             "aic": f.aic,
             "chosen": f is best,
         }
@@ -115,7 +121,8 @@ def plot(
     ax_g.errorbar(d, [r["mean"] for r in rows], [r["std"] for r in rows], fmt="o", ms=3)
     grid = np.linspace(0, d.max(), 300)
     for fit in fits:
-        g = fit["amplitude"] * normalised_g(fit["family"], fit["epsilon"], fit["delta"])(grid)
+        parameters = (fit[k] for k in ("epsilon", "level", "epsilon_fast", "fast_share"))
+        g = fitted_g(fit["family"], *parameters)(grid)
         style = "-" if fit["chosen"] else ":"
         ax_g.plot(grid, g, style, label=f"{fit['family']} ε = {fit['epsilon']:.0f}")
     ax_g.set_xlabel("|birth year − probe year|")
