@@ -189,3 +189,23 @@ def test_a_large_stimulus_set_records_monte_carlo_and_its_standard_errors():
     assert small.tables["placement"][0]["method"] == "exact"
     assert small[f"{SITE}.samples"] == 0
     assert small[f"{SITE}.p_similarity_se"] == 0.0
+
+
+# -- The plain-words readings follow the definitions ----------------------------------------
+
+
+def test_readings_say_how_sure_the_regime_is_and_what_the_text_does():
+    from geomlens.report.readings import read
+
+    same, texts = 0.8, 3
+    rows = np.repeat(kernel_features(LINE, "exponential", 10.0), texts, axis=0)
+    noise = _independent(len(rows), 20000, seed=5)
+    planted = np.concatenate([np.sqrt(same) * rows, np.sqrt(1 - same) * noise], axis=1)
+    result = _run(planted, np.repeat(LINE, texts), bootstrap=20)
+    words = " ".join(read(result))
+    regime = result.tables["placement"][0]["regime"]
+    agreement = f"{100 * result[f'{SITE}.regime_agreement']:.0f} %"
+    assert f"the {regime} regime, which {agreement} of the bootstrap resamples agree on" in words
+    assert f"⟨b⟩ = {result[f'{SITE}.mean_b']:.3g}" in words
+    across = result[f"{SITE}.g0_across_texts"]
+    assert f"The same stimulus in another text has similarity {across:.3g}" in words

@@ -21,6 +21,8 @@ stimulus range and the centring together (table ``scale_depends_on``). See docs/
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +65,7 @@ __all__ = [
     "fit_family",
     "fit_profile",
     "fitted_g",
+    "normalised_g",
 ]
 
 # Noise levels whose fronts (Theorem 2) are drawn beside the universal one.
@@ -73,6 +76,17 @@ SCALE_NOTE = (
     "similarity (centring) together: centring subtracts the mean of these stimuli, so another "
     "range or another centre gives another curve and other numbers."
 )
+
+
+def normalised_g(family: str, epsilon: float, delta: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Deprecated (kept for one release): g = (1 − Δ) shape(d/ε) + Δ; use ``Fit.g()`` or
+    :func:`geomlens.analyses.profile_fits.fitted_g`, which also take the two-scale family."""
+    warnings.warn(
+        "resolution.normalised_g is deprecated; use Fit.g() or profile_fits.fitted_g",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return fitted_g(family, epsilon, delta)
 
 
 def fit_profile(

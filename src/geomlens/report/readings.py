@@ -167,6 +167,9 @@ def _resolution(result: Result) -> list[str]:
             f"similarity lost already at the nearest distance "
             f"({number(metric('first_distance'))}) is {number(metric('amplitude'))}."
         )
+    across = metric("g0_across_texts")
+    if not _missing(across) and not _missing(metric("amplitude")):
+        lines.append(_across_texts_words(across, 1.0 - metric("amplitude")))
     half = metric("half_width")
     if not _missing(half):
         below = half < metric("first_distance")
