@@ -23,6 +23,7 @@ def per_site(result: Any) -> list[dict[str, Any]]:
     """One row per site: the chosen fit, its placement and its flat metrics."""
     chosen = {r["site"]: r for r in result.tables["fits"] if r["chosen"]}
     placement = {r["site"]: r for r in result.tables["placement"]}
+    scope = {r["site"]: r for r in result.tables["scale_depends_on"]}
     rows = []
     for site, fit in chosen.items():
         prefix = site + "."
@@ -34,6 +35,8 @@ def per_site(result: Any) -> list[dict[str, Any]]:
                 "site": site,
                 "layer": _layer(site),
                 "crossing": crossing,
+                "stimuli": scope[site]["stimuli"],
+                "range": f"{scope[site]['coordinate_low']:g}–{scope[site]['coordinate_high']:g}",
                 **fit,
                 **placement[site],
                 **metrics,
@@ -51,12 +54,19 @@ def _interval(row: dict[str, Any], name: str, digits: int = 0) -> str:
 
 
 def _regimes(rows: list[dict[str, Any]]) -> str:
-    """'identification (bootstrap agreement 97–100 %)' for the rows' regimes."""
+    """'identification regime (bootstrap agreement 97–100 %)' for the rows' regimes."""
     names = sorted({r["regime"] for r in rows})
     agreement = span(
         (100 * r["regime_agreement"] for r in rows if finite(r["regime_agreement"])), integer=True
     )
-    return f"{' / '.join(names)} (bootstrap agreement {agreement} %)"
+    return f"{' / '.join(names)} regime (bootstrap agreement {agreement} %)"
+
+
+def _ball_words(rows: list[dict[str, Any]]) -> str:
+    """⟨b⟩ at the half-width, and what it amounts to when the ball holds the stimulus alone."""
+    words = f"⟨b⟩ = {span((r['mean_b'] for r in rows), 3)}"
+    alone = all(finite(r["mean_b"]) and abs(r["mean_b"] * r["stimuli"] - 1) < 1e-9 for r in rows)
+    return words + (" (each stimulus alone in its ball)" if alone else "")
 
 
 def readme_paragraph(results: dict[str, Any]) -> str:
@@ -84,12 +94,11 @@ def readme_paragraph(results: dict[str, Any]) -> str:
     text.append(
         scale + f"; the half-width is {span((r['half_width'] for r in rows), 1)} years, "
         f"Δ = {span(r['delta'] for r in rows)} with a centring offset of "
-        f"{span(r['offset'] for r in rows)} (these belong to the model, the 1500–2000 range and "
-        "the centring together)."
+        f"{span(r['offset'] for r in rows)} (these belong to the model, the {rows[0]['range']} "
+        "range and the centring together)."
     )
     text.append(
-        f"At the half-width ⟨b⟩ = {span((r['mean_b'] for r in rows), 3)}: the "
-        f"{_regimes(rows)} regime; the measured (p_S, p_I) is "
+        f"At the half-width {_ball_words(rows)}: the {_regimes(rows)}; the measured (p_S, p_I) is "
         f"({span(r['p_similarity'] for r in rows)}, {span(r['p_identification'] for r in rows)}) "
         f"and the fitted g predicts ({span(r['p_similarity_theory'] for r in rows)}, "
         f"{span(r['p_identification_theory'] for r in rows)})."
@@ -160,9 +169,9 @@ def reading(results: dict[str, Any]) -> str:
             "is what would pin it down."
         )
     text.append(
-        f"⟨b⟩ at the half-width is {span((r['mean_b'] for r in rows), 3)}, so every layer is "
-        f"in the {_regimes(rows)} regime, consistent with the nearest front point "
-        f"(b = {span(r['front_b'] for r in rows)}). The fitted g's own (p_I) "
+        f"At the half-width {_ball_words(rows)}, so every layer is in the {_regimes(rows)}, "
+        f"consistent with the nearest front point (b = {span(r['front_b'] for r in rows)}). "
+        f"The fitted g's own p_I "
         f"{span(r['p_identification_theory'] for r in rows)} is close to the measured "
         f"{span(r['p_identification'] for r in rows)}; its p_S "
         f"({span(r['p_similarity_theory'] for r in rows)}) is higher than the measured "
