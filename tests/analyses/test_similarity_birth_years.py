@@ -112,7 +112,7 @@ def _rows(accuracies, low, high):
 def _fits(epsilons, aics):
     chosen = int(np.argmin(aics))
     return [
-        {"family": f, "epsilon": e, "delta": 0.1, "aic": a, "chosen": k == chosen}
+        {"family": f, "epsilon": e, "half_width": e, "delta": 0.1, "aic": a, "chosen": k == chosen}
         for k, (f, e, a) in enumerate(zip(("step", "linear", "exponential"), epsilons, aics))
     ]
 
@@ -125,14 +125,14 @@ def _fits(epsilons, aics):
          False, "too close to chance"),
         (_rows([0.51, 0.25], [0.45, 0.22], [0.56, 0.28]), _fits([np.nan] * 3, [1, 2, 3]),
          False, "too close to chance"),
-        # above chance, but the best ε lies beyond the distances measured
+        # above chance, but the best half-width lies beyond the distances measured
         (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([2000, 80, 90], [1, 9, 9]),
          False, "outside the distances measured"),
         # above chance, two families fit as well and disagree fourfold
         (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([40, 160, 90], [1, 2, 9]),
          False, "families fitting equally well"),
         (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([70, 90, 300], [1, 2, 9]),
-         True, "resolution ε = 70.0 years"),
+         True, "resolution ε = 70.0 years, half-width 70.0 years"),
     ],
 )  # fmt: skip
 def test_the_verdict_says_whether_a_resolution_was_read(accuracy, fits, resolved, says):

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import geomlens as gl
-from geomlens.analyses.resolution import FAMILIES, family_shape, fit_family
+from geomlens.analyses.profile_fits import FAMILIES, chosen_fit, fit_family, fitted_g
 from geomlens.data import stimuli
 from geomlens.data.choice_sets import has_chat_template, in_chat_template
 from geomlens.results import atomic_save_figure, atomic_write_text
@@ -65,35 +65,29 @@ def candidate_counts(n_max: int, n_step: int) -> list[int]:
 
 
 def fit_behavioural_profile(rows: list[dict]) -> list[dict]:
-    """Every family fitted to the recovered g(d) (each bin weighted by its option count);
-    each row carries its fitted ``curve`` (a function of d)."""
+    """Every family fitted to the recovered g(d) (each bin weighted by its option count).
+
+    The fits are anchored at g(0) = 1, where the recovered g is normalised when the
+    identification prompts give it a d = 0 bin."""
     distance = np.array([r["distance"] for r in rows])
     mean = np.array([r["mean"] for r in rows])
     count = np.array([r["count"] for r in rows], dtype=float)
     fits = [fit_family(f, distance, mean, count, 0.0) for f in FAMILIES]
-    best = min(fits, key=lambda f: f.aic if np.isfinite(f.aic) else np.inf)
+    best = chosen_fit(fits)
     return [
         {
             "family": f.family,
             "epsilon": f.epsilon,
+            "half_width": f.half_width,
             "delta": f.delta,
+            "level": f.level,
+            "epsilon_fast": f.epsilon_fast,
+            "fast_share": f.fast_share,
             "aic": f.aic,
             "chosen": f is best,
-            "curve": _fitted_curve(f),
         }
         for f in fits
     ]
-
-
-def _fitted_curve(fit):
-    """The fitted g as a function of d. ``Fit.g`` where the fits define it; else the
-    single-scale form amplitude · ((1 − Δ) shape(d/ε) + Δ)."""
-    if hasattr(fit, "g"):
-        return fit.g()
-    amplitude = getattr(fit, "amplitude", 1.0)
-    return lambda d: (
-        amplitude * ((1 - fit.delta) * family_shape(fit.family, d, fit.epsilon) + fit.delta)
-    )
 
 
 def resolution_verdict(accuracy: list[dict], fits: list[dict], distances: np.ndarray) -> dict:
@@ -120,18 +114,22 @@ def resolution_verdict(accuracy: list[dict], fits: list[dict], distances: np.nda
     chosen = next(f for f in fits if f["chosen"])
     positive = distances[distances > 0]
     low, high = float(positive.min()), float(positive.max())
-    epsilon = chosen["epsilon"]
-    if not np.isfinite(epsilon) or not low <= epsilon <= high:
+    # The half-width (where g is halfway from 1 to its floor) means the same for every
+    # family; ε marks a different point of each curve, so families are compared on it.
+    width = chosen["half_width"]
+    if not np.isfinite(width) or not low <= width <= high:
         return {
             "resolved": False,
             "epsilon": float("nan"),
             "reason": "outside",
             "text": f"above chance ({measured}) but ε is not determined by these data: the "
-            f"best family ({chosen['family']}) puts it at {epsilon:.4g} years, outside the "
-            f"distances measured [{low:.0f}, {high:.0f}]",
+            f"best family ({chosen['family']}) puts its half-width at {width:.4g} years, "
+            f"outside the distances measured [{low:.0f}, {high:.0f}]",
         }
     rivals = [
-        f["epsilon"] for f in fits if np.isfinite(f["aic"]) and f["aic"] - chosen["aic"] < EQUAL_AIC
+        f["half_width"]
+        for f in fits
+        if np.isfinite(f["aic"]) and f["aic"] - chosen["aic"] < EQUAL_AIC
     ]
     if not all(np.isfinite(rivals)) or max(rivals) > AGREEMENT_FACTOR * min(rivals):
         return {
@@ -139,15 +137,15 @@ def resolution_verdict(accuracy: list[dict], fits: list[dict], distances: np.nda
             "epsilon": float("nan"),
             "reason": "families disagree",
             "text": f"above chance ({measured}) but ε is not determined by these data: "
-            f"families fitting equally well (AIC within {EQUAL_AIC:g}) give ε from "
-            f"{min(rivals):.4g} to {max(rivals):.4g} years",
+            f"families fitting equally well (AIC within {EQUAL_AIC:g}) put the half-width "
+            f"anywhere from {min(rivals):.4g} to {max(rivals):.4g} years",
         }
     return {
         "resolved": True,
-        "epsilon": float(epsilon),
+        "epsilon": float(chosen["epsilon"]),
         "reason": "",
-        "text": f"resolution ε = {epsilon:.1f} years ({chosen['family']}, Δ = "
-        f"{chosen['delta']:.3f}); {measured}",
+        "text": f"resolution ε = {chosen['epsilon']:.1f} years, half-width {width:.1f} years "
+        f"({chosen['family']}, Δ = {chosen['delta']:.3f}); {measured}",
     }
 
 
@@ -196,7 +194,8 @@ def plot(
     for fit in fits:
         if not np.isfinite(fit["epsilon"]):
             continue
-        g = fit["curve"](grid)
+        parameters = (fit[k] for k in ("epsilon", "level", "epsilon_fast", "fast_share"))
+        g = fitted_g(fit["family"], *parameters)(grid)
         style = "-" if fit["chosen"] else ":"
         ax_g.plot(grid, g, style, label=f"{fit['family']} ε = {fit['epsilon']:.0f}")
     ax_g.set_xlabel("|birth year − probe year|")
@@ -286,8 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
     verdict = resolution_verdict(result.tables["choice_accuracy"], fits, distances)
     args.out.mkdir(parents=True, exist_ok=True)
     result.to_json(args.out / "birth_years.json")
-    listed = [{k: v for k, v in f.items() if k != "curve"} for f in fits]
-    summary = {"fits": listed, "luce_prediction": predicted, "verdict": verdict, "chat": chat}
+    summary = {"fits": fits, "luce_prediction": predicted, "verdict": verdict, "chat": chat}
     atomic_write_text(args.out / "birth_years_fits.json", json.dumps(summary, indent=2) + "\n")
     plot(result, fits, predicted, args.out / "birth_years.png", args.model)
 
@@ -307,7 +305,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"  {mark} {fit['family']:>11}: ε = {fit['epsilon']:.1f} years, Δ = {fit['delta']:.3f}"
         )
     print(f"{verdict['text']}. Paper (2-7B models): ~70-80 years.")
-    return {"result": result, "fits": listed, "luce_prediction": predicted, "verdict": verdict}
+    return {"result": result, "fits": fits, "luce_prediction": predicted, "verdict": verdict}
 
 
 if __name__ == "__main__":
