@@ -107,9 +107,10 @@ def resolution_verdict(accuracy: list[dict], fits: list[dict], distances: np.nda
             "resolved": False,
             "epsilon": float("nan"),
             "reason": "chance",
-            "text": f"too close to chance to read a resolution ({measured}): the choices do "
-            "not depend on distance, so the g(d) recovered from them is noise and no ε is "
-            "reported",
+            "text": f"too close to chance to read a resolution ({measured}): no interval lies "
+            "above chance, so these choices cannot be told from ones that ignore distance, "
+            "the g(d) recovered from them cannot be told from noise, and no ε is reported "
+            "(more trials narrow the intervals)",
         }
     chosen = next(f for f in fits if f["chosen"])
     positive = distances[distances > 0]
