@@ -1,0 +1,188 @@
+"""Issue 17, items 5–9: abstraction and CCGP report what their names say, on planted data.
+
+- 5: the shipped crossed set uses different words per context; results name the tasks a site
+  mean averages;
+- 6: no zero-width interval from two contexts; the site interval is an interval for the site
+  mean (tasks and contexts resampled), not a mean of per-task endpoints;
+- 7: within_context_accuracy is cross-validated inside each context;
+- 8: CCGP leaves one context out exactly, however many contexts there are;
+- 9: the default null shuffles the concept label within each context; both nulls are named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import geomlens as gl
+from geomlens.data.concepts import english_concepts
+
+
+def planted_equal_cosines(
+    cosine: float, *, k: int, d: int = 40, n: int = 10, noise: float = 0.02, seed: int = 0
+):
+    """k contexts whose difference vectors u_c = a v + b w_c (w_c orthonormal, ⟂ v) all have
+    pairwise cosine a²/(a² + b²) = ``cosine``; context offsets are small."""
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, k + 1)))
+    v, w = basis[:, 0], basis[:, 1:]
+    a, b = 2.0 * np.sqrt(cosine), 2.0 * np.sqrt(1 - cosine)
+    rows, concept, context = [], [], []
+    for c in range(k):
+        offset = 0.1 * rng.standard_normal(d)
+        u = a * v + b * w[:, c]
+        for sign, name in ((-0.5, "minus"), (0.5, "plus")):
+            rows.append(offset + sign * u + noise * rng.standard_normal((n, d)))
+            concept += [name] * n
+            context += [f"context{c:02d}"] * n
+    return np.concatenate(rows).astype(np.float32), concept, context
+
+
+def run(name, rows, concept, context, task=None, **options):
+    data = {"concept": concept, "context": context}
+    if task is not None:
+        data["task"] = task
+    return gl.run(name, gl.attach({"x": rows}), data, **options)
+
+
+# -- 5 ----------------------------------------------------------------------------------------
+def test_crossed_set_uses_different_words_in_each_colour():
+    rows = english_concepts(["animacy-by-colour"])
+    words = {}
+    for text, concept, context in zip(rows["text"], rows["concept"], rows["context"]):
+        words.setdefault(context, set()).add(text.split("[[")[1].split("]]")[0])
+    assert set(words) == {"red", "blue"}
+    assert not words["red"] & words["blue"], "the same words in both colours make α ≈ 1"
+    assert len(words["red"]) == len(words["blue"]) == 40
+
+
+def test_results_name_the_tasks_a_site_mean_averages():
+    high = planted_equal_cosines(0.8, k=5, seed=1)
+    low = planted_equal_cosines(0.2, k=2, seed=2)
+    rows = np.concatenate([high[0], low[0]])
+    task = ["high"] * len(high[1]) + ["low"] * len(low[1])
+    result = run("abstraction", rows, high[1] + low[1], high[2] + low[2], task, n_shuffles=50)
+    (site,) = result.tables["sites"]
+    assert site["tasks"] == "high, low" and site["n_tasks"] == 2
+    assert site["alpha_ci_low_tasks"] == "high"  # "low" has two contexts: no interval
+    assert result.metrics["x.n_tasks"] == 2
+
+
+# -- 6 ----------------------------------------------------------------------------------------
+def test_two_contexts_have_no_bootstrap_interval():
+    result = run("abstraction", *planted_equal_cosines(0.6, k=2), n_shuffles=50)
+    (row,) = result.tables["per_task"]
+    assert row["alpha"] == pytest.approx(0.6, abs=0.02)
+    assert np.isnan(row["alpha_ci_low"]) and np.isnan(row["alpha_ci_high"])
+    # One task without an interval of its own: nothing to resample for the site mean either.
+    assert np.isnan(result.metrics["x.alpha_ci_low"])
+
+
+def test_site_interval_is_an_interval_for_the_mean_over_tasks():
+    planted = {name: planted_equal_cosines(alpha, k=12, seed=s)
+               for s, (name, alpha) in enumerate({"a": 0.2, "b": 0.5, "c": 0.8}.items())}
+    rows = np.concatenate([p[0] for p in planted.values()])
+    concept = sum((p[1] for p in planted.values()), [])
+    context = sum((p[2] for p in planted.values()), [])
+    task = sum(([name] * len(p[1]) for name, p in planted.items()), [])
+    result = run("abstraction", rows, concept, context, task, n_bootstrap=2000, n_shuffles=20)
+    m = result.metrics
+    per_task = {r["task"]: r for r in result.tables["per_task"]}
+    # Each task's interval is narrow (its contexts agree), but the three tasks differ by 0.3:
+    # resampling tasks, a site mean of three draws from {0.2, 0.5, 0.8} falls at 0.3 or below
+    # (and at 0.7 or above) with probability 7/27 each, far more than 2.5 %.
+    assert all(r["alpha_ci_high"] - r["alpha_ci_low"] < 0.05 for r in per_task.values())
+    assert m["x.alpha"] == pytest.approx(0.5, abs=0.02)
+    assert m["x.alpha_ci_low"] <= 0.32 and m["x.alpha_ci_high"] >= 0.68
+
+
+# -- 7 ----------------------------------------------------------------------------------------
+def planted_xor(*, k: int = 4, d: int = 16, n: int = 12, seed: int = 0):
+    """The concept is read along +v in half the contexts and along −v in the others: perfectly
+    separable inside every context, not linearly separable across them (an XOR)."""
+    rng = np.random.default_rng(seed)
+    v = np.eye(d)[0]
+    rows, concept, context = [], [], []
+    for c in range(k):
+        flip = 1.0 if c % 2 == 0 else -1.0
+        for sign, name in ((-1.0, "minus"), (1.0, "plus")):
+            rows.append(flip * sign * 2.0 * v + 0.3 * rng.standard_normal((n, d)))
+            concept += [name] * n
+            context += [f"c{c}"] * n
+    return np.concatenate(rows).astype(np.float32), concept, context
+
+
+def test_within_context_accuracy_is_cross_validated_inside_each_context():
+    result = run("ccgp", *planted_xor(), folds=3)
+    (row,) = result.tables["per_task"]
+    assert row["within_context_accuracy"] > 0.95  # each context on its own is easy
+    assert row["mixed_context_accuracy"] < 0.75  # one probe for all contexts is not
+    assert row["n_within_contexts"] == 4
+    assert row["ccgp"] < 0.5  # held-out contexts read the concept the other way round
+
+
+def test_within_context_accuracy_is_undefined_with_one_row_per_cell():
+    rows, concept, context = planted_equal_cosines(0.5, k=8, n=1)
+    result = run("ccgp", rows, concept, context, folds=3)
+    (row,) = result.tables["per_task"]
+    assert np.isnan(row["within_context_accuracy"]) and row["n_within_contexts"] == 0
+    assert 0 <= row["mixed_context_accuracy"] <= 1
+
+
+# -- 8 ----------------------------------------------------------------------------------------
+def test_ccgp_leaves_one_context_out_exactly_with_many_contexts():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import LeaveOneGroupOut
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rows, concept, context = planted_equal_cosines(0.3, k=25, n=4, noise=0.8, seed=3)
+    result = run("ccgp", rows, concept, context, folds=2)
+    (row,) = result.tables["per_task"]
+    assert row["split_scheme"] == "leave one context out" and row["n_splits"] == 25
+    splits = {s["held_out"]: s["accuracy"] for s in result.tables["splits"]}
+    labels, groups = np.asarray(concept), np.asarray(context)
+    expected = {}
+    for train, test in LeaveOneGroupOut().split(rows, labels, groups):
+        probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
+        probe.fit(rows[train].astype(np.float64), labels[train])
+        expected[groups[test][0]] = probe.score(rows[test].astype(np.float64), labels[test])
+    assert splits.keys() == expected.keys()
+    for held, accuracy in expected.items():  # warm starts may move one row of eight at most
+        assert splits[held] == pytest.approx(accuracy, abs=1 / 8 + 1e-9), held
+    assert row["ccgp"] == pytest.approx(np.mean(list(expected.values())), abs=0.01)
+
+
+def test_grouped_splits_remain_an_option_and_are_recorded():
+    rows, concept, context = planted_equal_cosines(0.3, k=25, n=4, noise=0.8, seed=3)
+    (row,) = run("ccgp", rows, concept, context, folds=2, max_splits=5).tables["per_task"]
+    assert row["n_splits"] == 5 and "5 groups" in row["split_scheme"]
+
+
+# -- 9 ----------------------------------------------------------------------------------------
+def test_default_null_shuffles_the_label_within_each_context():
+    # Four contexts with all pairwise cosines 0.9. Swapping each context's two labels at random
+    # (u_c → ±u_c) gives α_null = 0.9 when all four signs agree (probability 1/8), 0 with one
+    # sign apart (1/2), −0.3 with two (3/8): the 95th percentile is 0.9 itself.
+    result = run(
+        "abstraction", *planted_equal_cosines(0.9, k=4), n_shuffles=4000, n_bootstrap=10
+    )
+    (row,) = result.tables["per_task"]
+    assert row["alpha"] == pytest.approx(0.9, abs=0.01)
+    assert row["alpha_null_p95"] == pytest.approx(row["alpha"], abs=1e-9)
+    assert row["alpha_null_p95_within_context"] == row["alpha_null_p95"]
+    assert row["alpha_null"] == pytest.approx(0.9 / 8 - 0.3 * 3 / 8, abs=0.03)
+    # The same four contexts can say nothing against it: p ≥ 1/8.
+    assert row["alpha_p_value"] > 0.1
+    assert "alpha_null_p95_across_contexts" in row
+    across = run(
+        "abstraction", *planted_equal_cosines(0.9, k=4), n_shuffles=400, null="across-contexts"
+    )
+    (other,) = across.tables["per_task"]
+    assert other["alpha_null_p95"] == other["alpha_null_p95_across_contexts"]
+    assert other["alpha_null_p95_within_context"] == pytest.approx(row["alpha"], abs=1e-9)
+
+
+def test_an_unknown_null_is_refused_naming_both():
+    with pytest.raises(ValueError, match="within-context"):
+        run("abstraction", *planted_equal_cosines(0.5, k=3), null="rows")
