@@ -145,7 +145,9 @@ def test_merging_an_empty_state_changes_nothing():
     # Two contexts: the interval is NaN (see test_two_contexts_have_no_bootstrap_interval).
     after = full.finalize().metrics
     assert after.keys() == before.keys()
-    assert all(after[k] == before[k] or (np.isnan(after[k]) and np.isnan(before[k])) for k in before)
+    assert all(
+        after[k] == before[k] or (np.isnan(after[k]) and np.isnan(before[k])) for k in before
+    )
     assert empty.state.means.keys() == full.state.means.keys()
 
 

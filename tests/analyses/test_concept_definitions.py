@@ -49,7 +49,7 @@ def run(name, rows, concept, context, task=None, **options):
 def test_crossed_set_uses_different_words_in_each_colour():
     rows = english_concepts(["animacy-by-colour"])
     words = {}
-    for text, concept, context in zip(rows["text"], rows["concept"], rows["context"]):
+    for text, context in zip(rows["text"], rows["context"]):
         words.setdefault(context, set()).add(text.split("[[")[1].split("]]")[0])
     assert set(words) == {"red", "blue"}
     assert not words["red"] & words["blue"], "the same words in both colours make α ≈ 1"
@@ -79,8 +79,10 @@ def test_two_contexts_have_no_bootstrap_interval():
 
 
 def test_site_interval_is_an_interval_for_the_mean_over_tasks():
-    planted = {name: planted_equal_cosines(alpha, k=12, seed=s)
-               for s, (name, alpha) in enumerate({"a": 0.2, "b": 0.5, "c": 0.8}.items())}
+    planted = {
+        name: planted_equal_cosines(alpha, k=12, seed=s)
+        for s, (name, alpha) in enumerate({"a": 0.2, "b": 0.5, "c": 0.8}.items())
+    }
     rows = np.concatenate([p[0] for p in planted.values()])
     concept = sum((p[1] for p in planted.values()), [])
     context = sum((p[2] for p in planted.values()), [])
@@ -164,9 +166,7 @@ def test_default_null_shuffles_the_label_within_each_context():
     # Four contexts with all pairwise cosines 0.9. Swapping each context's two labels at random
     # (u_c → ±u_c) gives α_null = 0.9 when all four signs agree (probability 1/8), 0 with one
     # sign apart (1/2), −0.3 with two (3/8): the 95th percentile is 0.9 itself.
-    result = run(
-        "abstraction", *planted_equal_cosines(0.9, k=4), n_shuffles=4000, n_bootstrap=10
-    )
+    result = run("abstraction", *planted_equal_cosines(0.9, k=4), n_shuffles=4000, n_bootstrap=10)
     (row,) = result.tables["per_task"]
     assert row["alpha"] == pytest.approx(0.9, abs=0.01)
     assert row["alpha_null_p95"] == pytest.approx(row["alpha"], abs=1e-9)

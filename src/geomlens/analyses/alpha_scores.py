@@ -16,7 +16,7 @@ import numpy as np
 #: concept label shuffled inside each context, i.e. each context's two class means swapped with
 #: probability ½ (u_c → ±u_c); with one row per concept value and context (word pairs,
 #: translations) this is exactly the row-level label shuffle, with several rows per cell it
-#: shuffles the class-mean labels. ``across-contexts`` (the null of geomlens ≤ 0.x): the 2k
+#: shuffles the class-mean labels. ``across-contexts`` (the null of geomlens 0.1.0): the 2k
 #: class means dealt at random into k (+, −) pairs, concept and context labels shuffled together.
 NULLS = ("within-context", "across-contexts")
 #: Fewer contexts than this: no bootstrap interval over contexts. Resampling two contexts gives
@@ -163,9 +163,7 @@ def summarise_alpha(draws: AlphaDraws, *, confidence: float, null: str) -> dict[
     return columns
 
 
-def _site_bootstrap(
-    points: np.ndarray, draws: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
+def _site_bootstrap(points: np.ndarray, draws: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Draws of a mean over tasks: tasks resampled with replacement, each drawn task entering
     with one of its own bootstrap draws over contexts (a two-stage bootstrap). A task without
     draws (fewer than three contexts, or a resample that drew one context) enters with its α."""

@@ -112,7 +112,8 @@ class CCGP(ConceptAnalysis):
         figure, axis = plt.subplots(figsize=(7, 4))
         plot_ccgp(axis, result.tables["per_task"])
         legend_with_styles(
-            axis, {"CCGP": "-", "within-context (CV inside each context)": ":", "mixed-context": "-."}
+            axis,
+            {"CCGP": "-", "within-context (CV inside each context)": ":", "mixed-context": "-."},
         )
         figure.suptitle(f"ccgp · {result.provenance.get('model_id', '')}")
         figure.tight_layout()
