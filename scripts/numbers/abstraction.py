@@ -119,7 +119,13 @@ def null_table(results: dict[str, Any]) -> str:
     alpha = results["abstraction"]
     site = _sites(alpha)[-1]
     return table(
-        ["task (layer " + _layer(site) + ")", "α", "within-context null p95", "across-contexts null p95", "p (within)"],
+        [
+            "task (layer " + _layer(site) + ")",
+            "α",
+            "within-context null p95",
+            "across-contexts null p95",
+            "p (within)",
+        ],
         (
             [
                 r["task"],
@@ -149,9 +155,7 @@ def ccgp_table(results: dict[str, Any]) -> str:
                     f"{r['split_scheme']} ({fmt(r['n_splits'], integer=True)})",
                 ]
             )
-    return table(
-        ["layer", "task", "CCGP", "within-context", "mixed-context", "splits"], rows
-    )
+    return table(["layer", "task", "CCGP", "within-context", "mixed-context", "splits"], rows)
 
 
 def linearization_identity(results: dict[str, Any]) -> str:

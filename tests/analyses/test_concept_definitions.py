@@ -186,3 +186,44 @@ def test_default_null_shuffles_the_label_within_each_context():
 def test_an_unknown_null_is_refused_naming_both():
     with pytest.raises(ValueError, match="within-context"):
         run("abstraction", *planted_equal_cosines(0.5, k=3), null="rows")
+
+
+# -- Everywhere: the plain-words readings ----------------------------------------------------
+def test_abstraction_reading_names_the_tasks_the_interval_and_the_null():
+    from geomlens.report.readings import read
+
+    planted = {
+        name: planted_equal_cosines(alpha, k=6, seed=s)
+        for s, (name, alpha) in enumerate({"a": 0.3, "b": 0.7}.items())
+    }
+    rows = np.concatenate([p[0] for p in planted.values()])
+    concept = sum((p[1] for p in planted.values()), [])
+    context = sum((p[2] for p in planted.values()), [])
+    task = sum(([name] * len(p[1]) for name, p in planted.items()), [])
+    result = run("abstraction", rows, concept, context, task, n_bootstrap=200, n_shuffles=100)
+    text = " ".join(read(result))
+    m = result.metrics
+    assert "the mean over a, b" in text
+    assert f"95 % interval {m['x.alpha_ci_low']:.3g} to {m['x.alpha_ci_high']:.3g}" in text
+    assert "within-context null" in text and f"{m['x.alpha_null_p95']:.3g}" in text
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [(0.01, 0.05, "resolved at this level"), (-0.02, 0.04, "is not resolved")],
+)
+def test_linearization_reading_gives_the_change_its_interval_and_its_cost(low, high, verdict):
+    from geomlens.report.readings import read
+
+    metrics = {
+        "summary.alpha_base": 0.40, "summary.alpha_linearized": 0.43,
+        "summary.alpha_change": 0.03, "summary.alpha_change_ci_low": low,
+        "summary.alpha_change_ci_high": high, "summary.tasks_alpha_up": 4.0,
+        "summary.n_tasks": 5.0, "summary.ccgp_base": 0.98, "summary.ccgp_linearized": 0.99,
+        "fidelity.output_embedding_cosine": 0.24,
+    }  # fmt: skip
+    info = {"layers": [4], "mode": "identity", "summary_site": "blocks.4.hook_resid_post"}
+    result = gl.Result("linearization-effect", metrics=metrics, tables={"linearization": [info]})
+    text = " ".join(read(result))
+    assert f"95 % interval {low:.3g} to {high:.3g}" in text and verdict in text
+    assert "output embedding keeps a cosine of 0.24" in text
