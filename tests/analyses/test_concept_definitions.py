@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.planted_concepts import planted_many_contexts
 
 import geomlens as gl
 from geomlens.data.concepts import english_concepts
@@ -21,21 +22,9 @@ from geomlens.data.concepts import english_concepts
 def planted_equal_cosines(
     cosine: float, *, k: int, d: int = 40, n: int = 10, noise: float = 0.02, seed: int = 0
 ):
-    """k contexts whose difference vectors u_c = a v + b w_c (w_c orthonormal, ⟂ v) all have
-    pairwise cosine a²/(a² + b²) = ``cosine``; context offsets are small."""
-    rng = np.random.default_rng(seed)
-    basis, _ = np.linalg.qr(rng.standard_normal((d, k + 1)))
-    v, w = basis[:, 0], basis[:, 1:]
-    a, b = 2.0 * np.sqrt(cosine), 2.0 * np.sqrt(1 - cosine)
-    rows, concept, context = [], [], []
-    for c in range(k):
-        offset = 0.1 * rng.standard_normal(d)
-        u = a * v + b * w[:, c]
-        for sign, name in ((-0.5, "minus"), (0.5, "plus")):
-            rows.append(offset + sign * u + noise * rng.standard_normal((n, d)))
-            concept += [name] * n
-            context += [f"context{c:02d}"] * n
-    return np.concatenate(rows).astype(np.float32), concept, context
+    """k contexts whose difference vectors all have pairwise cosine ``cosine``, with small
+    context offsets."""
+    return planted_many_contexts(cosine, k=k, d=d, n=n, noise=noise, offset=0.1, seed=seed)
 
 
 def run(name, rows, concept, context, task=None, **options):

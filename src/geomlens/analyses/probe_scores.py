@@ -12,29 +12,33 @@ busy two-core machine), so small probes are fitted with one BLAS thread.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import itertools
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 #: Up to this many contexts CCGP uses every balanced split; above, leave one context out.
 MAX_CONTEXTS_FOR_BALANCED_SPLITS = 6
+Scored = TypeVar("Scored")
 #: Probes with fewer rows × features than this are fitted with one BLAS thread.
 SINGLE_THREAD_BELOW = 2_000_000
 
 
-@contextlib.contextmanager
-def blas_threads_for(rows: np.ndarray) -> Iterator[None]:
-    """One BLAS thread while fitting probes on a small ``rows`` matrix, the default otherwise."""
-    if rows.size >= SINGLE_THREAD_BELOW:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
+def one_blas_thread_when_small(function: Callable[..., Scored]) -> Callable[..., Scored]:
+    """Run ``function(rows, ...)`` with one BLAS thread when ``rows`` is a small matrix."""
 
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+    @functools.wraps(function)
+    def limited(rows: np.ndarray, *args: Any, **kwargs: Any) -> Scored:
+        if rows.size >= SINGLE_THREAD_BELOW:
+            return function(rows, *args, **kwargs)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return function(rows, *args, **kwargs)
+
+    return limited
 
 
 def context_splits(contexts: Sequence[str], max_splits: int) -> tuple[str, list[list[str]]]:
@@ -94,6 +98,7 @@ def _fold_accuracy(
     return float(np.mean(scores))
 
 
+@one_blas_thread_when_small
 def within_context_accuracy(
     rows: np.ndarray,
     concept: np.ndarray,
@@ -118,6 +123,7 @@ def within_context_accuracy(
     return float(np.mean(accuracies)), len(accuracies)
 
 
+@one_blas_thread_when_small
 def ccgp_scores(
     rows: np.ndarray,
     concept: np.ndarray,
@@ -132,19 +138,6 @@ def ccgp_scores(
     (:func:`within_context_accuracy`), the mixed-context accuracy (stratified cross-validation
     with rows split at random over all contexts, so test contexts were seen in training: on
     word-pair sets, accuracy on unseen words), plus one record per split."""
-    with blas_threads_for(rows):
-        return _ccgp_scores(rows, concept, context, seed, max_splits, folds, inverse_regularisation)
-
-
-def _ccgp_scores(
-    rows: np.ndarray,
-    concept: np.ndarray,
-    context: np.ndarray,
-    seed: int,
-    max_splits: int,
-    folds: int,
-    inverse_regularisation: float,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     both = sorted({x for x in context if len(set(concept[context == x])) == 2})
     keep = np.isin(context, both)
     rows, concept, context = rows[keep], concept[keep], context[keep]
