@@ -90,7 +90,8 @@ def readme_paragraph(results: dict[str, Any]) -> str:
         f"no null that can reject) gives {span(crossed)}. CCGP is "
         f"{span(ccgp.metrics[f'{s}.ccgp'] for s in _sites(ccgp))}. "
         f"Linearising layer 4's GELU to the identity (the paper's protocol): "
-        f"{_change(results['linearization-effect'])}."
+        f"{_change(results['linearization-effect'])}; the tangent expansion at the mean "
+        f"pre-activation, which moves the model far less: {_change(_tangent_result(results))}."
     )
 
 

@@ -337,11 +337,25 @@ class LinearizationEffect(Analysis):
         plot_ccgp(ax_ccgp, by_condition["base"])
         plot_by_layer(ax_ccgp, by_condition["linearized"], "ccgp", linestyle="--", labelled=False)
         ax_ccgp.set_title("CCGP beside within-context accuracy (base)", fontsize=9)
-        legend_with_styles(ax_ccgp, {"base": "-", "linearised": "--", "within-context (base)": ":"})
+        legend_with_styles(
+            ax_ccgp,
+            {
+                "base": "-",
+                "linearised": "--",
+                "within-context (base)": ":",
+                "mixed-context (base)": "-.",
+            },
+        )
         info = (result.tables.get("linearization") or [{}])[0]
+        cost = {
+            k.split(".", 1)[1].replace("_", " "): v
+            for k, v in result.metrics.items()
+            if k in ("fidelity.output_embedding_cosine", "fidelity.lm_loss_change")
+        }
         figure.suptitle(
             f"linearization-effect · {result.provenance.get('model_id', '')} · layers "
-            f"{info.get('layers')} → {info.get('mode')}"
+            f"{info.get('layers')} → {info.get('mode')} · cost: "
+            + ", ".join(f"{name} {value:.3g}" for name, value in cost.items())
         )
         figure.tight_layout()
         return figure
