@@ -216,3 +216,29 @@ def test_linearization_reading_gives_the_change_its_interval_and_its_cost(low, h
     text = " ".join(read(result))
     assert f"95 % interval {low:.3g} to {high:.3g}" in text and verdict in text
     assert "output embedding keeps a cosine of 0.24" in text
+
+
+# -- vectorised resampling equals the direct computation -------------------------------------
+def test_vectorised_bootstrap_and_dealt_null_equal_direct_loops():
+    from geomlens.analyses.alpha_scores import (
+        across_contexts_null,
+        bootstrap_alphas,
+        difference_cosines,
+    )
+
+    rng = np.random.default_rng(0)
+    means = rng.standard_normal((2, 7, 20)) + np.linspace(0, 1, 20)
+    cosines, k = difference_cosines(means), 7
+    draws = rng.integers(0, k, size=(300, k))
+    direct = [cosines[np.ix_(i, i)][i[:, None] != i[None, :]].mean() for i in draws]
+    counts = np.stack([np.bincount(i, minlength=k) for i in draws]).astype(float)
+    assert np.allclose(bootstrap_alphas(cosines, counts), direct, atol=1e-12)
+    # The dealt null from the Gram matrix against dealing the vectors themselves, same draws.
+    seed = np.random.default_rng(5)
+    vectorised = across_contexts_null(means, seed, 50)
+    dealt = np.random.default_rng(5).permuted(np.tile(np.arange(2 * k), (50, 1)), axis=1)
+    flat = means.reshape(2 * k, -1)
+    for value, order in zip(vectorised, dealt):
+        differences = flat[order[:k]] - flat[order[k:]]
+        unit = differences / np.linalg.norm(differences, axis=1, keepdims=True)
+        assert value == pytest.approx((unit @ unit.T)[np.triu_indices(k, 1)].mean(), abs=1e-10)
