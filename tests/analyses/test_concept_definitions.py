@@ -242,3 +242,19 @@ def test_vectorised_bootstrap_and_dealt_null_equal_direct_loops():
         differences = flat[order[:k]] - flat[order[k:]]
         unit = differences / np.linalg.norm(differences, axis=1, keepdims=True)
         assert value == pytest.approx((unit @ unit.T)[np.triu_indices(k, 1)].mean(), abs=1e-10)
+
+
+def test_ccgp_reading_compares_ccgp_with_the_ceiling_of_the_same_tasks():
+    from geomlens.report.readings import read
+
+    xor = planted_xor()
+    pairs = planted_equal_cosines(0.5, k=8, d=16, n=1)
+    rows = np.concatenate([xor[0], pairs[0]])
+    task = ["xor"] * len(xor[1]) + ["pairs"] * len(pairs[1])
+    result = run("ccgp", rows, xor[1] + pairs[1], xor[2] + pairs[2], task, folds=3)
+    text = " ".join(read(result))
+    by_task = {r["task"]: r for r in result.tables["per_task"]}
+    within = by_task["xor"]["within_context_accuracy"]
+    assert "For xor, whose contexts hold several rows of each value, CCGP is " in text
+    assert f"{by_task['xor']['ccgp']:.3g} against a within-context accuracy of {within:.3g}" in text
+    assert "pairs have one row per value and context" in text

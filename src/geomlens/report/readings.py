@@ -190,6 +190,12 @@ def _abstraction(result: Result) -> list[str]:
     return lines
 
 
+def _mean_of(rows: list[dict], column: str) -> float:
+    values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
 @reading("ccgp")
 def _ccgp(result: Result) -> list[str]:
     ccgp = per_site(result, "ccgp")
@@ -198,27 +204,30 @@ def _ccgp(result: Result) -> list[str]:
     best, _ = _extremes(ccgp)
     if not best:
         return []
-    within = result.metrics.get(f"{best}.within_context_accuracy", math.nan)
-    mixed = result.metrics.get(f"{best}.mixed_context_accuracy", math.nan)
-    row = _site_row(result, best)
-    within_tasks = row.get("within_context_accuracy_tasks", row.get("tasks", "every set"))
+    rows = [r for r in result.tables.get("per_task", []) if r.get("site") == best]
+    tasks = _site_row(result, best).get("tasks", "the concept sets")
     lines = [
         "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
         "it never saw; 0.5 is chance.",
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}.",
     ]
-    if math.isnan(within):
+    within = [r for r in rows if not math.isnan(_mean_of([r], "within_context_accuracy"))]
+    without = [r for r in rows if r not in within]
+    if within:
         lines.append(
-            f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}. No concept set "
-            "has two or more rows per concept value in a context, so there is no within-context "
-            f"accuracy to read it against; the mixed-context accuracy (rows split at random "
-            f"over all contexts, i.e. unseen words) is {number(mixed)}."
+            f"For {', '.join(r['task'] for r in within)}, whose contexts hold several rows of "
+            f"each value, CCGP is {number(_mean_of(within, 'ccgp'))} against a within-context "
+            f"accuracy of {number(_mean_of(within, 'within_context_accuracy'))} (probes "
+            "cross-validated inside each context): a CCGP close to it means the concept is "
+            "coded the same way everywhere (abstractly)."
         )
-    else:
+    if without:
         lines.append(
-            f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])} against a "
-            f"within-context accuracy of {number(within)} (probes cross-validated inside each "
-            f"context; defined for {within_tasks or 'no set'}). A CCGP close to it means the "
-            "concept is coded the same way everywhere (abstractly)."
+            f"{', '.join(r['task'] for r in without)} have one row per value and context, so "
+            "no within-context accuracy exists; their mixed-context accuracy (rows split at "
+            f"random over all contexts, i.e. unseen words) is "
+            f"{number(_mean_of(without, 'mixed_context_accuracy'))} against a CCGP of "
+            f"{number(_mean_of(without, 'ccgp'))}."
         )
     return lines
 
