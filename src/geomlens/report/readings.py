@@ -271,7 +271,10 @@ def _linearization_effect(result: Result) -> list[str]:
             f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets, while "
             f"{_fidelity_phrase(metrics)}. CCGP goes from "
             f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
-            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}."
+            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}, up or equal in "
+            f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is computed "
+            "for the CCGP change: read its direction from the per-task counts only)."
         )
     return lines
 
