@@ -27,14 +27,14 @@ import numpy as np
 import torch
 
 import geomlens as gl
-from geomlens.benchmarking import (
+from geomlens.engine import build_analyses, stream
+from geomlens.engine.benchmarking import (
     bare_forward,
     builtin_analyses,
     count_tokens,
     interleaved,
     labelled_corpus,
 )
-from geomlens.engine import build_analyses, stream
 from geomlens.results import atomic_write_text
 
 
