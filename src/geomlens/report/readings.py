@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from geomlens.results import Result
+from geomlens.theory.resolution import regime
 
 Reading = Callable[[Result], list[str]]
 READINGS: dict[str, Reading] = {}
@@ -98,14 +99,19 @@ def _similarity(result: Result) -> list[str]:
     nearest, farthest = rows[0], rows[-1]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
     lines = [
-        f"g(d) is the mean similarity of two stimuli at distance d. At {layer_label(site)} it "
-        f"falls from {number(nearest['mean'])} at d = {number(nearest['distance'])} to "
-        f"{number(farthest['mean'])} at d = {number(farthest['distance'])}."
+        f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
+        f"g(0) = 1. At {layer_label(site)} g falls to {number(nearest['mean'])} already at the "
+        f"nearest distance d = {number(nearest['distance'])}, and to {number(farthest['mean'])} "
+        f"at d = {number(farthest['distance'])}."
     ]
+    across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
+    if not _missing(across):
+        lines.append(_across_texts_words(across, nearest["mean"]))
     if crossing is not None:
         lines.append(
             f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
-            "that look less alike than two random ones."
+            "that look less alike than two random ones (with the centred cosine this is partly "
+            "the centring: it makes the mean similarity of all pairs about 0)."
         )
     lines.append(
         "A g that falls with d means the model represents the stimuli's metric; how fast it "
@@ -114,30 +120,111 @@ def _similarity(result: Result) -> list[str]:
     return lines
 
 
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _across_texts_words(across: float, nearest: float) -> str:
+    """What g at d = 0 across texts says about the first drop of g."""
+    drop = 1.0 - nearest
+    share = (1.0 - across) / drop if drop > 0 else math.nan
+    return (
+        f"The same stimulus in another text has similarity {number(across)} (d = 0 across "
+        f"texts, against 1 on the diagonal): the text alone accounts for about "
+        f"{number(100 * share, 2)} % of the drop to the nearest distance."
+    )
+
+
+def _percent(share: float) -> str:
+    return "undefined" if _missing(share) else f"{100 * share:.0f} %"
+
+
 @reading("resolution")
 def _resolution(result: Result) -> list[str]:
     epsilon = per_site(result, "epsilon")
     if not epsilon:
         return []
     site = list(epsilon)[-1]
-    low = result.metrics.get(f"{site}.epsilon_ci_low", math.nan)
-    high = result.metrics.get(f"{site}.epsilon_ci_high", math.nan)
-    delta = result.metrics.get(f"{site}.delta", math.nan)
-    p_s = result.metrics.get(f"{site}.p_similarity", math.nan)
-    p_i = result.metrics.get(f"{site}.p_identification", math.nan)
-    distance = result.metrics.get(f"{site}.front_distance", math.nan)
-    return [
+
+    def metric(name: str) -> float:
+        return result.metrics.get(f"{site}.{name}", math.nan)
+
+    family = next(
+        (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
+        None,
+    )
+    lines = [
         f"At {layer_label(site)} the fitted resolution scale is ε = {number(epsilon[site])} "
-        f"(95 % interval {number(low)} to {number(high)}) with a noise floor Δ = "
-        f"{number(delta)}: stimuli closer than about ε are treated as alike.",
-        f"Measured on the stimuli themselves, a similarity test is passed with probability "
-        f"p_S = {number(p_s)} and an identification test with p_I = {number(p_i)} "
-        "(1/2 is chance for both).",
-        f"The universal front is what an all-or-nothing similarity (alike within ε, unlike "
-        f"beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
-        f"similarities can lie above it. This site sits {number(distance)} from it in the "
-        f"(p_S, p_I) plane (see the theory figure below).",
+        f"(95 % interval {number(metric('epsilon_ci_low'))} to "
+        f"{number(metric('epsilon_ci_high'))}) with a noise floor Δ = {number(metric('delta'))}"
+        + (f", {family} family" if family else "")
+        + ": the fit keeps the measured g(0) = 1, so ε describes the measured curve."
     ]
+    if family == "two-scale":
+        lines.append(
+            f"One scale does not fit: {_percent(metric('fast_share'))} of the fall happens on "
+            f"a fast scale ε_fast = {number(metric('epsilon_fast'))}, the rest on ε; the "
+            f"similarity lost already at the nearest distance "
+            f"({number(metric('first_distance'))}) is {number(metric('amplitude'))}."
+        )
+    across = metric("g0_across_texts")
+    if not _missing(across) and not _missing(metric("amplitude")):
+        lines.append(_across_texts_words(across, 1.0 - metric("amplitude")))
+    half = metric("half_width")
+    if not _missing(half):
+        below = half < metric("first_distance")
+        lines.append(
+            f"g is halfway down at d = {number(half)} (interval "
+            f"{number(metric('half_width_ci_low'))} to {number(metric('half_width_ci_high'))})"
+            + (
+                ", inside the first step of the stimulus grid: the data only bound it above."
+                if below
+                else "."
+            )
+        )
+    offset = metric("offset")
+    if not _missing(offset) and offset < 0:
+        lines.append(
+            f"Far pairs sit {number(-offset)} below zero: that is the centring offset (the "
+            "stimulus set's mean is subtracted), not noise. ε, the half-width, Δ and the "
+            "offset belong to this model, this stimulus range and this centring together."
+        )
+    mean_b = metric("mean_b")
+    if not _missing(mean_b):
+        lines.append(
+            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(mean_b)} of the "
+            "stimuli (itself included) "
+            f"(interval {number(metric('mean_b_ci_low'))} to {number(metric('mean_b_ci_high'))})"
+            f": the {regime(float(min(max(mean_b, 0.0), 1.0)))} regime, which "
+            f"{_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+        )
+    method = next(
+        (r.get("method") for r in result.tables.get("placement", []) if r["site"] == site), None
+    )
+    how = (
+        f" (Monte Carlo, {number(metric('samples'))} trials, standard errors "
+        f"{number(metric('p_similarity_se'), 2)} and {number(metric('p_identification_se'), 2)})"
+        if method == "monte_carlo"
+        else ""
+    )
+    lines.append(
+        f"Measured on the stimuli themselves, a similarity test is passed with probability "
+        f"p_S = {number(metric('p_similarity'))} and an identification test with p_I = "
+        f"{number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        + (
+            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
+            f"{number(metric('p_identification_theory'))})."
+            if not _missing(metric("p_similarity_theory"))
+            else "."
+        )
+    )
+    lines.append(
+        "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
+        "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
+        f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
+        "from it in the (p_S, p_I) plane (see the theory figure below)."
+    )
+    return lines
 
 
 def _site_row(result: Result, site: str) -> dict:
