@@ -39,6 +39,7 @@ from geomlens.analyses.profile_fits import (
     fit_family,
     fitted_g,
 )
+from geomlens.analyses.registry import register_analysis
 from geomlens.analyses.similarity import (
     Similarity,
     SimilarityConfig,
@@ -49,7 +50,6 @@ from geomlens.analyses.similarity import (
     g_of_d,
     plot_profiles,
 )
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
