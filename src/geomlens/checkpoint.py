@@ -23,7 +23,8 @@ import torch
 
 from geomlens.analyses.base import Analysis
 from geomlens.data.dataset import Dataset
-from geomlens.distributed import SINGLE_PROCESS, Shard, from_bytes, to_bytes
+from geomlens.distributed import SINGLE_PROCESS, Shard
+from geomlens.plain_state import UnsafeStateError, read_file, to_bytes
 from geomlens.results import atomic_write_bytes
 
 CHECKPOINT_FORMAT = 1
@@ -151,11 +152,13 @@ class Checkpoint:
                     "checkpoint directory."
                 )
             return None
-        payload = from_bytes(self.path.read_bytes(), device)
-        if payload.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(
-                f"{self.path} is not a geomlens checkpoint of format {CHECKPOINT_FORMAT}."
-            )
+        try:
+            payload = read_file(self.path, device)
+        except UnsafeStateError as error:
+            raise UnsafeStateError(
+                f"Refused checkpoint {error} Delete it or give another checkpoint directory."
+            ) from None
+        self._check_layout(payload)
         differences = argument_differences(payload["arguments"], self.arguments)
         if differences:
             raise ValueError(
@@ -166,6 +169,22 @@ class Checkpoint:
             )
         _restore_rng(payload["rng"])
         return Saved(Progress(**payload["progress"]), payload["states"], payload["rng"])
+
+    def _check_layout(self, payload: Any) -> None:
+        """A checkpoint of this format: a dict with every field, of the types saved."""
+        fields = {"arguments": dict, "progress": dict, "rng": dict, "states": list}
+        wrong = (
+            not isinstance(payload, dict)
+            or payload.get("format") != CHECKPOINT_FORMAT
+            or any(not isinstance(payload.get(k), t) for k, t in fields.items())
+            or set(payload["progress"]) - set(Progress.__dataclass_fields__)
+        )
+        if wrong:
+            raise UnsafeStateError(
+                f"Refused checkpoint {self.path}: it is not a geomlens checkpoint of format "
+                f"{CHECKPOINT_FORMAT} (format, arguments, progress, rng and states). Delete it "
+                "or give another checkpoint directory."
+            )
 
     def save(self, analyses: Sequence[Analysis], progress: Progress) -> None:
         """Write every analysis's state and ``progress`` atomically (readers never see half)."""

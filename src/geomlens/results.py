@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from geomlens.plain_state import state_class
+
 SCHEMA_VERSION = 1
 
 
@@ -98,6 +100,7 @@ def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwar
     return Path(path)
 
 
+@state_class  # rank 0 sends results to the other ranks as plain state
 @dataclass(repr=False)
 class Result:
     """The outcome of one analysis run.
@@ -171,7 +174,14 @@ class Result:
         source = "the text given"
         if not text.lstrip().startswith("{"):
             source = str(path_or_text)
-            text = Path(path_or_text).read_text(encoding="utf-8")
+            try:
+                text = Path(path_or_text).read_text(encoding="utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{source} is not a geomlens result: not UTF-8 JSON text ({error.reason} at "
+                    f"byte {error.start}). A result file is what Result.to_json or `geomlens run "
+                    "--out` wrote."
+                ) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:

@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
+from geomlens.plain_state import state_class
 
+
+@state_class
 @dataclass
 class StreamingMoments:
     """Per-dimension count, mean, sum of squared deviations (M2), min and max over rows.

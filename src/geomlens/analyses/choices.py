@@ -20,10 +20,12 @@ import torch
 
 from geomlens.data.stimuli import Metric, parse_metric
 from geomlens.hooks.base import LOGITS_SITE
+from geomlens.plain_state import state_class
 
 TESTS = ("similarity", "identification")
 
 
+@state_class
 @dataclass
 class ChoiceRecords:
     """Per-row choice probabilities and coordinates (mergeable by concatenation)."""

@@ -24,6 +24,7 @@ import torch
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.pooling import pool_tokens
+from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.
 SINGLE_TASK = "all"
@@ -84,6 +85,7 @@ def batch_labels(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tasks.astype(str), columns["concept"].astype(str), columns["context"].astype(str)
 
 
+@state_class
 class ConceptState:
     """Mergeable, picklable state of one concept analysis over several sites.
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from geomlens.plain_state import state_class
+
 
 @dataclass
 class StimulusRepresentations:
@@ -25,6 +27,7 @@ class StimulusRepresentations:
     rows: np.ndarray  # [S] how many dataset rows were averaged into each stimulus
 
 
+@state_class
 @dataclass
 class PooledRows:
     """Pooled vectors per site and a coordinate per row, kept by dataset row index."""

@@ -24,6 +24,7 @@ import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, RunContext, option
 from geomlens.hooks.base import Adapter
+from geomlens.plain_state import state_class
 from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.theory import ssd as ssd_theory
@@ -105,6 +106,7 @@ def _describe_sae_spec(spec: Any) -> Any:
     return str(spec)
 
 
+@state_class
 @dataclass
 class ConditionStats:
     """Mergeable statistics of one condition at one site."""
@@ -135,6 +137,7 @@ class ConditionStats:
         self.losses += other.losses
 
 
+@state_class
 @dataclass
 class SiteState:
     """Everything sae-features keeps for one SAE at one site."""

@@ -30,6 +30,7 @@ from geomlens.hooks.base import Adapter
 from geomlens.results import Result, atomic_write_text
 from geomlens.sae.cache import cache_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
+from geomlens.sae.loading import read_sae_folder
 
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
 TRAINING_RECORD = "geomlens_training.json"
@@ -196,7 +197,7 @@ def cached_sae(
     }
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
-        return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, True)
+        return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, True)
     trained = train_sae(adapter, site, data, config)
 
     def write(staging: Path) -> None:
@@ -205,7 +206,7 @@ def cached_sae(
         atomic_write_text(staging / TRAINING_RECORD, json.dumps(record, indent=2, default=str))
 
     publish_folder(folder, write)
-    return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, False)
+    return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
 
 
 def corpus_texts(parts: Sequence[str] = ("training",), limit: int | None = None) -> Dataset:
