@@ -1,0 +1,92 @@
+"""Inputs that used to give wrong numbers with exit 0 (issue 19, items 2-8): each is now either
+counted right or refused with one clear line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from helpers.recipes import RECIPES
+from helpers.tiny_models import tiny_gpt2
+
+import geomlens as gl
+
+SITE = "blocks.1.hook_resid_post"
+BACKENDS = ("nnsight", "transformer-lens")
+PADDED_ANALYSES = ("activation-stats", "similarity", "abstraction")
+
+
+def _adapter(backend: str):
+    model, tokenizer = tiny_gpt2()
+    return gl.attach(model, tokenizer=tokenizer, backend=backend)
+
+
+def _options(name: str) -> dict:
+    recipe = RECIPES[name]
+    return {**recipe.run_options(), "site": SITE, "batch_size": 4}
+
+
+def _assert_same_metrics(got: gl.Result, expected: gl.Result) -> None:
+    assert set(got.metrics) == set(expected.metrics)
+    for key, value in expected.metrics.items():
+        if math.isnan(value):
+            assert math.isnan(got.metrics[key]), key
+        else:
+            assert got.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+# --- 2. A NaN or Inf at a padded position never reaches a statistic ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("backend", "name", "poison"),
+    [(backend, name, math.nan) for backend in BACKENDS for name in PADDED_ANALYSES]
+    + [("nnsight", "activation-stats", math.inf), ("transformer-lens", "similarity", -math.inf)],
+)
+def test_a_non_finite_value_at_padded_positions_changes_no_metric(backend, name, poison):
+    adapter = _adapter(backend)
+    rows = RECIPES[name].rows()
+    half = len(rows) // 2  # interleave the halves so that batches mix texts of other lengths
+    rows = [row for pair in zip(rows[:half], rows[half:]) for row in pair] + rows[2 * half :]
+    clean = gl.run(name, adapter, rows, **_options(name))
+    masks: list[torch.Tensor] = []
+    encode = adapter.encode
+
+    def recording_encode(*args, **kwargs):  # observes the padding of each batch
+        inputs = encode(*args, **kwargs)
+        masks.append(inputs.attention_mask)
+        return inputs
+
+    adapter.encode = recording_encode
+
+    def poison_padding(activation: torch.Tensor) -> torch.Tensor:
+        real = masks[-1].to(activation.device).bool()[..., None]
+        return torch.where(real, activation, torch.full_like(activation, poison))
+
+    try:
+        with adapter.intervene(SITE, poison_padding):
+            poisoned = gl.run(name, adapter, rows, **_options(name))
+    finally:
+        del adapter.encode
+    assert any(not bool(m.bool().all()) for m in masks), "some rows must be padded"
+    _assert_same_metrics(poisoned, clean)
+    assert all(
+        math.isfinite(v) or math.isnan(clean.metrics[k]) for k, v in poisoned.metrics.items()
+    )
+
+
+@pytest.mark.parametrize("pooling", [None, "mean", "last", "first"])
+def test_recorded_activations_with_nan_under_their_mask_give_the_unpadded_statistics(pooling):
+    generator = np.random.default_rng(0)
+    values = generator.normal(size=(6, 5, 4))
+    mask = np.ones((6, 5), dtype=bool)
+    mask[::2, 3:] = False  # every other row has two padded positions
+    poisoned = values.copy()
+    poisoned[~mask] = np.nan
+    clean = gl.run("activation-stats", gl.attach({"x": values}, attention_mask=mask),
+                   pooling=pooling)  # fmt: skip
+    got = gl.run("activation-stats", gl.attach({"x": poisoned}, attention_mask=mask),
+                 pooling=pooling)  # fmt: skip
+    _assert_same_metrics(got, clean)
