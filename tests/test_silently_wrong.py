@@ -90,3 +90,49 @@ def test_recorded_activations_with_nan_under_their_mask_give_the_unpadded_statis
     got = gl.run("activation-stats", gl.attach({"x": poisoned}, attention_mask=mask),
                  pooling=pooling)  # fmt: skip
     _assert_same_metrics(got, clean)
+
+
+# --- 4. A checkpoint is tied to the weights, not only to the model's path ----------------------
+
+
+def test_resume_after_the_weights_changed_in_the_same_folder_is_refused(tmp_path):
+    from helpers.saved_models import saved_model
+
+    folder = saved_model(tmp_path / "model", tiny_gpt2)
+    rows = [{"text": row["text"]} for row in RECIPES["activation-stats"].rows()]
+
+    def then_stop(items):
+        for number, row in enumerate(items):
+            if number == 9:
+                raise KeyboardInterrupt
+            yield row
+
+    checkpoint = tmp_path / "ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        gl.run("activation-stats", gl.load(folder), then_stop(rows), batch_size=4,
+               checkpoint=checkpoint, checkpoint_every=1)  # fmt: skip
+    saved_model(folder, lambda: tiny_gpt2(seed=1))  # retrained into the same folder
+    with pytest.raises(ValueError, match="model_weights_fingerprint"):
+        gl.run("activation-stats", gl.load(folder), iter(rows), batch_size=4,
+               checkpoint=checkpoint)  # fmt: skip
+    # The same weights still resume.
+    saved_model(folder, tiny_gpt2)
+    resumed = gl.run("activation-stats", gl.load(folder), iter(rows), batch_size=4,
+                     checkpoint=checkpoint)  # fmt: skip
+    fresh = gl.run("activation-stats", gl.load(folder), rows, batch_size=4)
+    _assert_same_metrics(resumed, fresh)
+
+
+def test_the_weights_fingerprint_sees_a_permutation_of_rows():
+    from geomlens.checkpoint import weights_fingerprint
+
+    model, tokenizer = tiny_gpt2()
+    adapter = gl.attach(model, tokenizer=tokenizer)
+    before = weights_fingerprint(adapter)
+    assert weights_fingerprint(adapter) == before
+    with torch.no_grad():
+        weight = model.transformer.wte.weight
+        weight.copy_(
+            weight[torch.randperm(weight.shape[0], generator=torch.Generator().manual_seed(0))]
+        )
+    assert weights_fingerprint(adapter) != before

@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.checkpoint import Checkpoint, Progress, RowDigest
+from geomlens.checkpoint import Checkpoint, Progress, RowDigest, weights_fingerprint
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
@@ -386,6 +386,8 @@ def run(
         run_arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
     saver = None
     if checkpoint is not None:
+        # The same path may hold other weights by now (a model retrained into its folder).
+        run_arguments["model_weights_fingerprint"] = weights_fingerprint(adapter)
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
