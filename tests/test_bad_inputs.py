@@ -275,6 +275,38 @@ CASES = [
 ]  # fmt: skip
 
 
+# -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+CASES += [
+    Case("a site given twice (would count every token twice)",
+         lambda _: gl.run("activation-stats", recorded(), site=[SITE, SITE]),
+         OptionValueError, (f"{SITE!r} more than once", "give each one once")),
+    Case("an empty list of sites",
+         lambda _: gl.run("activation-stats", recorded(), site=[]),
+         OptionValueError, ("empty list", "names no site")),
+    Case("a row whose text is None",
+         lambda _: gl.run("activation-stats", gpt2(), [{"text": "the cat"}, {"text": None}]),
+         ValueError, ("Row 1", "'text' must be a string", "None")),
+    Case("a text column holding a list",
+         lambda _: gl.run("activation-stats", gpt2(), {"text": ["the cat", ["the", "dog"]]}),
+         ValueError, ("Row 1", "'text' must be a string", "list")),
+    Case("a NaN coordinate",
+         lambda _: gl.run("similarity", gpt2(), {"text": ["one", "two", "six"],
+                                                 "coordinate": [1.0, float("nan"), 3.0]}),
+         ValueError, ("Row 1", "coordinate nan is not finite")),
+    Case("an infinite coordinate in streamed rows",
+         lambda _: gl.run("similarity", gpt2(), iter([{"text": "one", "coordinate": 1.0},
+                                                      {"text": "two", "coordinate": float("inf")}])),
+         ValueError, ("Row 1", "coordinate inf is not finite")),
+    Case("a coordinate that is a word",
+         lambda _: gl.run("similarity", gpt2(), {"text": ["one", "two"], "coordinate": [1.0, "two"]}),
+         ValueError, ("Row 1", "coordinate 'two' is not a number", "'coordinate' column")),
+    Case("ragged coordinate vectors",
+         lambda _: gl.run("similarity", gpt2(), [{"text": "one", "coordinate": [1.0, 2.0]},
+                                                 {"text": "two", "coordinate": [1.0]}]),
+         ValueError, ("Row 1", "coordinate [1.0] has 1 entries", "same length")),
+]  # fmt: skip
+
+
 def _written(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -364,6 +396,35 @@ CLI_CASES = [
                                                     "--V", "10"], ("P <= m",)),
     ("unwritable output", lambda m, t: ["run", "activation-stats", "--out", str(_file(t) / "r.json")],
      ("cannot write", "writable")),
+]  # fmt: skip
+
+
+# -- issue 19 (reliability II) -------------------------------------------------------------------
+def _lines(folder: Path, *lines: str) -> str:
+    path = folder / "data.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+CLI_CASES += [
+    ("a site given twice", lambda m, t: ["run", "activation-stats", "--model", m, "--site", SITE,
+                                         "--site", SITE, "--out", str(t / "r.json"),
+                                         "--data", jsonl(t, [{"text": "the cat"}])],
+     (f"{SITE!r} more than once",)),
+    ("--option site=[]", lambda m, t: ["run", "activation-stats", "--model", m, "--option", "site=[]",
+                                       "--out", str(t / "r.json")], ("empty list", "names no site")),
+    ("a .jsonl text that is null names the line",
+     lambda m, t: ["run", "activation-stats", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": "the cat"}', "", '{"text": null}')],
+     ("data.jsonl:3", "'text' must be a string")),
+    ("a .jsonl text that is a list names the line",
+     lambda m, t: ["run", "activation-stats", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": ["the", "cat"]}')],
+     ("data.jsonl:1", "'text' must be a string")),
+    ("a NaN coordinate names the line",
+     lambda m, t: ["run", "similarity", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": "the cat", "coordinate": 1}', '{"text": "a dog", "coordinate": NaN}')],
+     ("data.jsonl:2", "not finite")),
 ]  # fmt: skip
 
 

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.data.dataset import Dataset
+from geomlens.data.dataset import (
+    COORDINATE_COLUMN,
+    Dataset,
+    check_coordinate,
+    check_coordinates,
+    check_text,
+)
 
 #: Field names that carry the model input of a row (the rest are label columns).
 INPUT_FIELDS = ("text", "token_ids")
@@ -51,8 +57,10 @@ def normalize_row(row: Any, number: int) -> dict[str, Any]:
     if isinstance(row, str):
         return {"text": row}
     if isinstance(row, Mapping):
+        if COORDINATE_COLUMN in row:
+            check_coordinate(row[COORDINATE_COLUMN], f"Row {number}")
         if "text" in row:
-            return {**row, "text": str(row["text"])}
+            return {**row, "text": check_text(row["text"], f"Row {number}")}
         if "token_ids" in row:
             ids = _token_ids(row["token_ids"])
             if ids is None:
@@ -87,6 +95,8 @@ def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
                 f"Row {number} has fields {sorted(row)} but the first row has {sorted(fields)}; "
                 "every row needs the same fields."
             )
+    if COORDINATE_COLUMN in first:  # before np.asarray, which would fail on ragged rows
+        check_coordinates([row[COORDINATE_COLUMN] for row in rows])
     columns = {
         name: np.asarray([row[name] for row in rows]) for name in first if name not in INPUT_FIELDS
     }
@@ -213,12 +223,19 @@ class _FileRows:
                     yield line
                     continue
                 try:
-                    yield json.loads(line)
+                    row = json.loads(line)
                 except json.JSONDecodeError as error:
                     raise ValueError(
                         f"{self.path}:{line_number} is not valid JSON ({error.msg}); a .jsonl "
                         "file holds one JSON object per line."
                     ) from None
+                if isinstance(row, dict):  # name the line, not the row number, in errors
+                    where = f"{self.path}:{line_number}"
+                    if "text" in row:
+                        check_text(row["text"], where)
+                    if COORDINATE_COLUMN in row:
+                        check_coordinate(row[COORDINATE_COLUMN], where)
+                yield row
 
     def __len__(self) -> int:
         with open(self.path, encoding="utf-8") as handle:
