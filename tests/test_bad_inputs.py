@@ -276,7 +276,15 @@ CASES = [
 
 
 # -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+def _never_read():
+    raise AssertionError("the data were read: the bad path was found only after the passes")
+    yield
+
+
 CASES += [
+    Case("a checkpoint path under a file, found before any pass",
+         lambda tmp: gl.run("activation-stats", gpt2(), _never_read(), checkpoint=_file(tmp) / "ck"),
+         ValueError, ("Checkpoint path", "a-file is a file, not a folder")),
     Case("a site given twice (would count every token twice)",
          lambda _: gl.run("activation-stats", recorded(), site=[SITE, SITE]),
          OptionValueError, (f"{SITE!r} more than once", "give each one once")),

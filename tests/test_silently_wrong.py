@@ -136,3 +136,23 @@ def test_the_weights_fingerprint_sees_a_permutation_of_rows():
             weight[torch.randperm(weight.shape[0], generator=torch.Generator().manual_seed(0))]
         )
     assert weights_fingerprint(adapter) != before
+
+
+# --- 11. Overwriting a result keeps the file's mode ---------------------------------------------
+
+
+def test_overwriting_a_private_result_keeps_it_private(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "r.json"
+    path.write_text("{}")
+    os.chmod(path, 0o600)
+    gl.Result("x", metrics={"a": 1.0}).to_json(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert gl.Result.from_json(path).metrics == {"a": 1.0}
+    fresh = tmp_path / "new.json"
+    gl.Result("x").to_json(fresh)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask

@@ -163,6 +163,26 @@ def _restore_rng(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
 
 
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Refuse, before any work is done, a folder that cannot be created or written: one that is
+    a file, lies under a file, or under a folder this process cannot write."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{what} path {folder} exists and is not a directory; give a folder.")
+    ancestor = folder
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(
+            f"{what} path {folder} cannot be created: {ancestor} is a file, not a folder. Give a "
+            "folder path."
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{what} path {folder} cannot be written: {ancestor} is not writable by you. Choose "
+            "a folder you can write to."
+        )
+
+
 class Checkpoint:
     """The checkpoint of one rank of one run, in ``directory``; saved every ``every`` batches."""
 
@@ -181,8 +201,7 @@ class Checkpoint:
         self.every = every
         self.world_size = shard.world_size
         self.path = self.directory / f"state-rank{shard.rank}-of-{shard.world_size}.pt"
-        if self.directory.exists() and not self.directory.is_dir():
-            raise ValueError(f"Checkpoint path {self.directory} exists and is not a directory.")
+        check_writable_folder(self.directory, "Checkpoint")
 
     def load(self, device: torch.device | str) -> Saved | None:
         """The saved state, or None when there is none yet. Refuses a checkpoint of a run with

@@ -46,8 +46,8 @@ def _plain(value: Any) -> Any:
 @contextlib.contextmanager
 def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     """Yield a temporary path beside ``path``; once the caller has written it, give it the
-    mode a plain ``open(path, "w")`` would have (mkstemp makes owner-only files) and move it
-    over ``path`` in one step. On any error the temporary file is removed and ``path`` is left
+    mode of the file it replaces, or for a new file the mode a plain ``open(path, "w")`` would
+    have (mkstemp makes owner-only files), and move it over ``path`` in one step. On any error the temporary file is removed and ``path`` is left
     as it was."""
     target = Path(path)
     if target.is_dir():
@@ -66,9 +66,13 @@ def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        if target.exists():  # an overwritten file keeps its mode (a private 0600 stays private)
+            mode = target.stat().st_mode & 0o7777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
