@@ -124,7 +124,7 @@ def test_resume_after_the_weights_changed_in_the_same_folder_is_refused(tmp_path
 
 
 def test_the_weights_fingerprint_sees_a_permutation_of_rows():
-    from geomlens.checkpoint import weights_fingerprint
+    from geomlens.hooks.fingerprint import weights_fingerprint
 
     model, tokenizer = tiny_gpt2()
     adapter = gl.attach(model, tokenizer=tokenizer)
@@ -156,3 +156,65 @@ def test_overwriting_a_private_result_keeps_it_private(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+
+
+# --- 15. A cached SAE is checked against the key it was made for ------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained_entry(tmp_path_factory):
+    """One small SAE trained on the tiny GPT-2 into a fresh cache, and how to ask for it."""
+    from geomlens.sae.config import TrainingConfig
+    from geomlens.sae.training import cached_sae
+
+    model, tokenizer = tiny_gpt2()
+    adapter = gl.attach(model, tokenizer=tokenizer)
+    config = TrainingConfig(d_sae=16, tokens=256, batch_tokens=128, rows_per_chunk=8, max_length=16)
+    texts = [row["text"] for row in RECIPES["activation-stats"].rows()] * 3
+    cache = tmp_path_factory.mktemp("sae-cache")
+
+    def ask(cache_dir=cache, on=adapter):
+        return cached_sae(on, SITE, corpus="test", data=texts, config=config, cache_dir=cache_dir)
+
+    first = ask()
+    assert not first.reused
+    return ask, first.path, cache
+
+
+def _copy_cache(cache, tmp_path):
+    import shutil
+
+    return shutil.copytree(cache, tmp_path / "cache")
+
+
+def test_a_cached_sae_is_reused_only_for_its_own_key(trained_entry, tmp_path):
+    ask, entry, cache = trained_entry
+    assert ask().reused
+    copy = _copy_cache(cache, tmp_path)
+    key_file = copy / entry.name / "geomlens_cache_key.json"
+    import json
+
+    recorded = json.loads(key_file.read_text())
+    key_file.write_text(json.dumps({**recorded, "site": "blocks.0.hook_resid_post"}))
+    with pytest.raises(ValueError, match=rf"{copy / entry.name}.* another key .*site"):
+        ask(copy)
+    key_file.unlink()
+    with pytest.raises(ValueError, match=rf"{copy / entry.name} records no key"):
+        ask(copy)
+
+
+def test_a_truncated_cached_sae_is_refused_with_its_path(trained_entry, tmp_path):
+    ask, entry, cache = trained_entry
+    weights = _copy_cache(cache, tmp_path) / entry.name / "sae_weights.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(
+        ValueError, match=rf"SAE folder {weights.parent} cannot be read.*safetensors"
+    ):
+        ask(tmp_path / "cache")
+
+
+def test_other_weights_under_the_same_model_name_get_their_own_entry(trained_entry):
+    ask, entry, _ = trained_entry
+    model, tokenizer = tiny_gpt2(seed=1)
+    other = ask(on=gl.attach(model, tokenizer=tokenizer))
+    assert other.path != entry and not other.reused

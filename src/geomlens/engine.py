@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.checkpoint import Checkpoint, Progress, RowDigest, weights_fingerprint
+from geomlens.checkpoint import Checkpoint, Progress, RowDigest
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
@@ -36,6 +36,7 @@ from geomlens.distributed import (
 )
 from geomlens.finite_check import NonFiniteWatch
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
 from geomlens.position_limit import explain_index_error

@@ -27,8 +27,9 @@ from sae_lens.training.sae_trainer import SAETrainer
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.results import Result, atomic_write_text
-from geomlens.sae.cache import cache_entry, publish_folder
+from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
 from geomlens.sae.loading import read_sae_folder
 
@@ -191,12 +192,15 @@ def cached_sae(
     config = config or TrainingConfig()
     key = {
         "model": adapter.model_id,
+        # The same model name may stand for other weights (a model retrained into its folder).
+        "model_weights": weights_fingerprint(adapter),
         "site": site,
         "corpus": corpus,
         "config": config.to_dict(),
     }
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
+        check_entry(folder, key)  # never trusted by its folder name alone
         return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, True)
     trained = train_sae(adapter, site, data, config)
 
@@ -205,7 +209,7 @@ def cached_sae(
         record = {**key, "l0": trained.cfg.metadata.get("l0"), "sae_lens_files": "inference"}
         atomic_write_text(staging / TRAINING_RECORD, json.dumps(record, indent=2, default=str))
 
-    publish_folder(folder, write)
+    publish_folder(folder, write, key)
     return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
 
 
