@@ -276,12 +276,117 @@ CASES = [
 
 
 # -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+def _damaged_checkpoint(folder: Path, damage: Callable[[bytes], bytes]) -> None:
+    """A finished checkpoint of a small run, its file then damaged, then resumed."""
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
+    state = folder / "state-rank0-of-1.pt"
+    state.write_bytes(damage(state.read_bytes()))
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
+
+
+def _torch_bytes(value: object) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _without_states(data: bytes) -> bytes:
+    import io
+
+    payload = torch.load(io.BytesIO(data), weights_only=True)
+    return _torch_bytes({**payload, "states": []})
+
+
+DAMAGED_CHECKPOINTS = {
+    "random bytes": lambda data: bytes(
+        np.random.default_rng(0).integers(0, 256, 500, dtype=np.uint8)
+    ),
+    "JSON": lambda data: b'{"format": 1}',
+    "a list": lambda data: _torch_bytes([1, 2, 3]),
+    "zero bytes": lambda data: b"",
+    "truncated": lambda data: data[: len(data) // 2],
+    "an empty states list": _without_states,
+}
+
+
+def _saved_sae(folder: Path, edit: Callable[[Path], None]) -> Path:
+    StandardSAE(
+        StandardSAEConfig(d_in=32, d_sae=16, metadata=SAEMetadata(hook_name=SITE))
+    ).save_model(str(folder))
+    edit(folder)
+    return folder
+
+
+def _cfg(folder: Path, **changes: object) -> None:
+    config = json.loads((folder / "cfg.json").read_text())
+    (folder / "cfg.json").write_text(json.dumps({**config, **changes}))
+
+
+def _gpt2_folder(folder: Path, edit: Callable[[Path], None]) -> Path:
+    saved_model(folder, tiny_gpt2)
+    edit(folder)
+    return folder
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+def _config_width(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_embd": 48}))
+
+
 def _never_read():
     raise AssertionError("the data were read: the bad path was found only after the passes")
     yield
 
 
 CASES += [
+    Case(f"a damaged checkpoint: {kind}",
+         lambda tmp, damage=damage: _damaged_checkpoint(tmp / "ck", damage),
+         ValueError, ("Refused checkpoint", "state-rank0-of-1.pt", "another checkpoint directory"))
+    for kind, damage in DAMAGED_CHECKPOINTS.items()
+]  # fmt: skip
+CASES += [
+    Case("an SAE whose cfg.json d_sae disagrees with its weights",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
+         ValueError, ("The SAE folder", "sae cannot be read", "cfg.json does not match its weights")),
+    Case("an SAE whose cfg.json is not JSON",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
+         ValueError, ("The SAE folder", "sae cannot be read", "cfg.json is not JSON")),
+    Case("a truncated SAE",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
+         ValueError, ("The SAE folder", "sae cannot be read", "truncated")),
+    Case("a truncated model.safetensors",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: _truncate(f / "model.safetensors"))),
+         ValueError, ("Could not read the weights of model", "damaged, truncated")),
+    Case("a garbage model.safetensors",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64))),
+         ValueError, ("Could not read the weights of model", "not safetensors")),
+    Case("a config.json whose width disagrees with the weights",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", _config_width)),
+         ValueError, ("config.json does not match its weights", "size mismatch")),
+    Case("a result whose schema_version is a string",
+         lambda _: gl.Result.from_dict({"analysis": "x", "schema_version": "1"}),
+         ValueError, ("'schema_version' must be an integer", "'1'")),
+    Case("a result whose metrics are a list",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": [1, 2]}),
+         ValueError, ("'metrics' must be an object", "list")),
+    Case("a result whose metrics are null",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": None}),
+         ValueError, ("'metrics' must be an object", "null")),
+    Case("a result with a word as a metric",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": {"a": "high"}}),
+         ValueError, ("metric 'a' is 'high'", "a metric is a number")),
+    Case("a result nested 100,000 deep",
+         lambda tmp: gl.Result.from_json(_written(tmp / "r.json", "[" * 100_000 + "]" * 100_000)),
+         ValueError, ("is not a geomlens result", "nested too deeply")),
+    Case("plotting a result without its tables",
+         lambda _: gl.plot(gl.Result("similarity", metrics={"a": 1.0})),
+         ValueError, ("lacks", "plot a result as the analysis wrote it")),
     Case("a checkpoint path under a file, found before any pass",
          lambda tmp: gl.run("activation-stats", gpt2(), _never_read(), checkpoint=_file(tmp) / "ck"),
          ValueError, ("Checkpoint path", "a-file is a file, not a folder")),

@@ -197,6 +197,7 @@ class Checkpoint:
             or payload.get("format") != CHECKPOINT_FORMAT
             or any(not isinstance(payload.get(k), t) for k, t in fields.items())
             or set(payload["progress"]) - set(Progress.__dataclass_fields__)
+            or len(payload["states"]) != len(payload["arguments"].get("analyses", {}))
         )
         if wrong:
             raise UnsafeStateError(

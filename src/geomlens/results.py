@@ -43,6 +43,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_NON_FINITE = {None: math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _metric_value(name: str, value: Any) -> float:
+    """A metric as JSON holds it (null for NaN, "inf"/"-inf") as a float; anything else is not
+    a metric."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if value is None or value in ("inf", "-inf"):
+        return _NON_FINITE[value]
+    raise ValueError(
+        f"Not a geomlens result: metric {name!r} is {value!r}; a metric is a number (null for "
+        'NaN, "inf" or "-inf").'
+    )
+
+
 @contextlib.contextmanager
 def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     """Yield a temporary path beside ``path``; once the caller has written it, give it the
@@ -147,28 +163,39 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
+        """A result from its JSON form; a field of the wrong shape is refused by name."""
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"Not a geomlens result: a {type(data).__name__}, not an object with "
+                "'analysis', 'metrics' and 'tables'."
+            )
         if "analysis" not in data:
             raise ValueError("Not a geomlens result: the JSON has no 'analysis' field.")
         version = data.get("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ValueError(
+                f"Not a geomlens result: 'schema_version' must be an integer; got {version!r}."
+            )
         if version > SCHEMA_VERSION:
             raise ValueError(
                 f"This result was written by a newer geomlens (schema {version}); upgrade geomlens "
                 f"to read it (this one reads schema ≤ {SCHEMA_VERSION})."
             )
-        metrics = {
-            k: (
-                float(v)
-                if v not in (None, "inf", "-inf")
-                else {None: math.nan, "inf": math.inf, "-inf": -math.inf}[v]
-            )
-            for k, v in data.get("metrics", {}).items()
-        }
+        parts = {}
+        for name in ("metrics", "tables", "config", "provenance"):
+            value = data.get(name, {})
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"Not a geomlens result: {name!r} must be an object (name → value); got "
+                    f"{type(value).__name__ if value is not None else 'null'}."
+                )
+            parts[name] = value
         return cls(
-            analysis=data["analysis"],
-            metrics=metrics,
-            tables=data.get("tables", {}),
-            config=data.get("config", {}),
-            provenance=data.get("provenance", {}),
+            analysis=str(data["analysis"]),
+            metrics={k: _metric_value(k, v) for k, v in parts["metrics"].items()},
+            tables=parts["tables"],
+            config=parts["config"],
+            provenance=parts["provenance"],
         )
 
     @classmethod
@@ -188,6 +215,11 @@ class Result:
                 ) from None
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise ValueError(
+                f"{source} is not a geomlens result: its JSON is nested too deeply to read. A "
+                "result file is what Result.to_json or `geomlens run --out` wrote."
+            ) from None
         except json.JSONDecodeError as error:
             raise ValueError(
                 f"{source} is not a geomlens result: not valid JSON ({error}). A result file is "

@@ -163,14 +163,16 @@ def load(
             "with save_pretrained."
         ) from error
     except RuntimeError as error:
-        if "size mismatch" not in str(error):
+        text = str(error)
+        if "size mismatch" not in text and "ignore_mismatched_sizes" not in text:
             raise
         mismatch = next(
-            (line.strip() for line in str(error).splitlines() if "size mismatch" in line), ""
+            (line.strip() for line in text.splitlines() if "size mismatch" in line),
+            "size mismatch: tensors in the weights have other shapes than the config implies",
         )
         raise ValueError(
             f"Could not load model {model_id!r}: its config.json does not match its weights "
-            f"({mismatch}). Use the config.json saved with these weights."
+            f"({mismatch[:200]}). Use the config.json saved with these weights."
         ) from error
     except OSError as error:
         raise OSError(
