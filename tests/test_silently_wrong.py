@@ -218,3 +218,51 @@ def test_other_weights_under_the_same_model_name_get_their_own_entry(trained_ent
     model, tokenizer = tiny_gpt2(seed=1)
     other = ask(on=gl.attach(model, tokenizer=tokenizer))
     assert other.path != entry and not other.reused
+
+
+# --- 8. A plugin that claims a built-in's name is reported, never silently ignored ----------------
+
+
+def _clashing_plugin(folder):
+    """An installed distribution (a .dist-info, as pip writes) whose entry point names a class
+    under the built-in name activation-stats."""
+    (folder / "clash_plugin.py").write_text(
+        "import geomlens as gl\n\nclass Clash(gl.Analysis):\n    name = 'activation-stats'\n"
+    )
+    info = folder / "clash_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clash-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[geomlens.analyses]\nactivation-stats = clash_plugin:Clash\n"
+    )
+    return folder
+
+
+def _geomlens(folder, *args):
+    import os
+    import subprocess
+    import sys
+
+    path = os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "geomlens", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=300,
+    )
+
+
+def test_a_plugin_clashing_with_a_built_in_name_is_reported_by_list_and_run(tmp_path):
+    folder = _clashing_plugin(tmp_path)
+    listing = _geomlens(folder, "list")
+    assert listing.returncode == 1
+    assert "activation-stats" in listing.stdout and "clash_plugin:Clash" in listing.stdout
+    data = tmp_path / "texts.txt"
+    data.write_text("the cat\n")
+    ran = _geomlens(folder, "run", "activation-stats", "--data", str(data),
+                    "--out", str(tmp_path / "r.json"))  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "name 'activation-stats' is claimed twice" in errors[0]
+    assert "clash_plugin:Clash" in errors[0] and not (tmp_path / "r.json").exists()
