@@ -576,3 +576,29 @@ def test_nan_only_at_padding_is_not_reported(chunk, monkeypatch):
     activations[1, 0, 0] = np.inf  # a real token
     with pytest.raises(NonFiniteActivationError, match="batch 0 \\(dataset rows 0..3\\)"):
         gl.run("activation-stats", gl.attach({SITE: activations}, attention_mask=mask))
+
+
+# -- Ctrl-C in report and sae train says so in one line (exit 130), like run ---------------------
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt  # what Ctrl-C raises in the middle of the work
+
+
+@pytest.mark.parametrize(
+    ("module", "function", "arguments", "said"),
+    [
+        ("geomlens.report.runner", "build_report", lambda m, t: ["report", "--model", m, "--out", str(t / "rep")],
+         "interrupted; the report in"),
+        ("geomlens.sae.training", "cached_sae", lambda m, t: ["sae", "train", "--model", m, "--cache-dir", str(t)],
+         "interrupted; no SAE was cached"),
+    ],
+    ids=["report", "sae train"],
+)  # fmt: skip
+def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, model_dir, tmp_path,
+                                               monkeypatch):  # fmt: skip
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), function, _interrupt)
+    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
+    assert done.exit_code == 130, done.output
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
+    assert len(lines) == 1 and lines[0].startswith(said), done.stderr
