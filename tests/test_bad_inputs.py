@@ -519,7 +519,24 @@ def _lines(folder: Path, *lines: str) -> str:
     return str(path)
 
 
+def _data_file(folder: Path) -> str:
+    path = folder / "d.json"
+    path.write_text(json.dumps(["the cat", "a dog"]))
+    return str(path)
+
+
 CLI_CASES += [
+    ("--out is the --data file", lambda m, t: ["run", "activation-stats", "--model", m,
+                                               "--data", _data_file(t), "--out", str(t / "d.json")],
+     ("--out", "would overwrite the input given by --data")),
+    ("--out inside the model folder", lambda m, t: ["run", "activation-stats", "--model",
+                                                    str(saved_model(t / "m", tiny_gpt2)),
+                                                    "--out", str(t / "m" / "config.json")],
+     ("would overwrite a file in the input given by --model",)),
+    ("--out inside the checkpoint folder", lambda m, t: ["run", "activation-stats", "--model", m,
+                                                         "--checkpoint", str(t / "ck"),
+                                                         "--out", str(t / "ck" / "r.json")],
+     ("would overwrite a file in the input given by --checkpoint",)),
     ("a site given twice", lambda m, t: ["run", "activation-stats", "--model", m, "--site", SITE,
                                          "--site", SITE, "--out", str(t / "r.json"),
                                          "--data", jsonl(t, [{"text": "the cat"}])],

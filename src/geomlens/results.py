@@ -95,6 +95,24 @@ def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
         raise
 
 
+def check_not_an_input(flag: str, output: str | os.PathLike[str], inputs: dict[str, Any]) -> None:
+    """Refuse an output path that is one of the run's inputs, or lies inside an input folder
+    (a model, an SAE, a checkpoint): writing the result there would destroy what was read.
+    ``inputs`` maps a flag to a path (or None, or a name that is no path)."""
+    target = Path(output).expanduser().resolve()
+    for name, given in inputs.items():
+        if given is None or not isinstance(given, (str, os.PathLike)):
+            continue
+        source = Path(given).expanduser().resolve()
+        if not source.exists() and name != "--checkpoint":
+            continue  # a hub name or a release id, not a file
+        if target == source or source in target.parents:
+            raise ValueError(
+                f"{flag} {output} would overwrite {'a file in ' if target != source else ''}"
+                f"the input given by {name} ({given}); write the result elsewhere."
+            )
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
     with _atomic_replace(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as handle:
