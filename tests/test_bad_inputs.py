@@ -351,6 +351,12 @@ CASES += [
     for kind, damage in DAMAGED_CHECKPOINTS.items()
 ]  # fmt: skip
 CASES += [
+    Case("a negative seed",
+         lambda _: gl.run("activation-stats", recorded(), seed=-1),
+         ValueError, ("seed must be an integer from 0 to 2**63 - 1", "-1")),
+    Case("a seed of 2**70",
+         lambda _: gl.run("activation-stats", recorded(), seed=2**70),
+         ValueError, ("seed must be an integer from 0 to 2**63 - 1", str(2**70))),
     Case("an SAE whose cfg.json d_sae disagrees with its weights",
          lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
          ValueError, ("The SAE folder", "sae cannot be read", "cfg.json does not match its weights")),
@@ -526,6 +532,8 @@ def _data_file(folder: Path) -> str:
 
 
 CLI_CASES += [
+    ("--seed -1", lambda m, t: ["run", "activation-stats", "--model", m, "--seed", "-1",
+                                "--out", str(t / "r.json")], ("seed must be an integer from 0",)),
     ("--out is the --data file", lambda m, t: ["run", "activation-stats", "--model", m,
                                                "--data", _data_file(t), "--out", str(t / "d.json")],
      ("--out", "would overwrite the input given by --data")),

@@ -361,6 +361,9 @@ def run(
     """
     from geomlens.hooks.attach import attach
 
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
+        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
     dataset = prepare_data(data, adapter)
