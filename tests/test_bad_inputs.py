@@ -351,6 +351,9 @@ CASES += [
     for kind, damage in DAMAGED_CHECKPOINTS.items()
 ]  # fmt: skip
 CASES += [
+    Case("linearize calibration from a generator (not listed as accepted)",
+         lambda _: gpt2().linearize([0], "tangent", calibration=(t for t in ["the cat"])).__enter__(),
+         ValueError, ("Cannot use a generator here", "needed whole", "list(rows)")),
     Case("a negative seed",
          lambda _: gl.run("activation-stats", recorded(), seed=-1),
          ValueError, ("seed must be an integer from 0 to 2**63 - 1", "-1")),

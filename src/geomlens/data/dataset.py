@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,6 +207,13 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
             from geomlens.data.streaming import normalize_row, rows_to_dataset
 
             return rows_to_dataset([normalize_row(row, n) for n, row in enumerate(data)])
+    if isinstance(data, Iterator):
+        raise ValueError(
+            f"Cannot use a {type(data).__name__} here: these data are needed whole (sized), and "
+            "a generator or iterator is read once as it streams, which only gl.run does. Pass "
+            "a list (e.g. list(rows)), token ids [N, T], a mapping/DataFrame with a 'text' "
+            "column, or a geomlens Dataset."
+        )
     raise ValueError(
         f"Cannot use {type(data).__name__} as data. Pass a list of strings, token ids [N, T], a "
         "mapping/DataFrame with a 'text' column, a list of row mappings, any iterable of rows "
