@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geomlens.registry import analysis_class
+from geomlens.analyses.catalog import analysis_class
 from geomlens.report import figures, readings
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
-    from geomlens.report.runner import Report
+    from geomlens.report.outcome import Report
 
 #: Metrics listed under each figure (the rest are in the analysis's JSON file).
 METRICS_SHOWN = 12
@@ -25,7 +25,7 @@ def _environment():
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("geomlens.report", "templates"),
+        loader=jinja2.PackageLoader(__package__, "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

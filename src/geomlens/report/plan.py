@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis
+from geomlens.analyses.catalog import analysis_class, list_analyses
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
-from geomlens.registry import analysis_class, list_analyses
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
 QUICK_ROWS = 64

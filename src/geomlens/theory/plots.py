@@ -30,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from geomlens.results import atomic_save_figure
+from geomlens.theory._atomic import atomic_save_figure
 
 Curve = tuple[ArrayLike, ArrayLike]
 """A curve as (p_S values, p_I values)."""

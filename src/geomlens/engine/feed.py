@@ -14,7 +14,7 @@ import importlib.metadata
 import os
 import platform
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,24 +23,30 @@ import torch
 from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.checkpoint import Checkpoint, Progress, RowDigest
+from geomlens.analyses.catalog import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
-from geomlens.distributed import (
+from geomlens.engine.checkpoint import Checkpoint, Progress, RowDigest
+from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.engine.distributed import (
     SINGLE_PROCESS,
     Shard,
     broadcast_from_main,
     current_shard,
     gather_to_main,
 )
-from geomlens.finite_check import NonFiniteWatch
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.batches import (
+    BatchRows,
+    batch_indices,
+    capture_batch,
+    check_run_limits,
+    encoded_batches,
+)
 from geomlens.hooks.fingerprint import weights_fingerprint
+from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
-from geomlens.position_limit import explain_index_error
-from geomlens.registry import analysis_class
 from geomlens.results import Result
 
 AnalysisSpec = str | Analysis | type[Analysis]
@@ -100,13 +106,6 @@ def build_analyses(
             f"Analysis names repeat in {names}; run differently configured copies separately."
         )
     return analyses
-
-
-def batch_indices(num_examples: int, batch_size: int) -> Iterable[np.ndarray]:
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    for start in range(0, num_examples, batch_size):
-        yield np.arange(start, min(start + batch_size, num_examples))
 
 
 def union_sites(analyses: Sequence[Analysis], adapter: Adapter) -> list[str]:
@@ -175,14 +174,7 @@ def _feed(
     stalled by the loop itself.
     """
     sized = isinstance(data, Dataset)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    if max_length is not None and max_length < 1:
-        raise ValueError(
-            f"max_length must be at least 1 token, got {max_length}; pass None to keep every token."
-        )
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}.")
+    check_run_limits(batch_size=batch_size, padding_side=padding_side, max_length=max_length)
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
@@ -224,7 +216,10 @@ def _feed(
     finite = NonFiniteWatch()
     shown_at = time.monotonic()
     since_save, rows_done = 0, done.rows
-    with bar:
+    current: list[tuple[int, Dataset, np.ndarray]] = []  # the batch being encoded
+
+    def batches_to_run() -> Iterator[BatchRows]:
+        nonlocal verified
         for number, chunk, index, global_rows in _numbered_batches(data, rows, batch_size, shard):
             if number < done.next_batch:  # folded in before the checkpoint: read, check, skip
                 if checkpoint is not None:
@@ -234,20 +229,22 @@ def _feed(
             if not verified:
                 verify()
                 verified = True
-            inputs = adapter.encode(chunk, index, padding_side=padding_side, max_length=max_length)
-            if not sized:
-                inputs = dataclasses.replace(inputs, index=global_rows)
-            try:
-                captured = adapter.capture(inputs, sites)
-            except IndexError as error:  # an input longer than the model's position table
-                width = inputs.attention_mask.shape[-1]
-                raise explain_index_error(error, adapter, width) from error
-            batch = Batch(captured, inputs, chunk.column_batch(index))
+            current[:] = [(number, chunk, index)]
+            yield BatchRows(chunk, index, None if sized else global_rows)
+
+    with bar:
+        to_run = batches_to_run()
+        for inputs in encoded_batches(
+            adapter, to_run, padding_side=padding_side, max_length=max_length
+        ):
+            ((number, chunk, index),) = current
+            captured = capture_batch(adapter, inputs, sites)
+            batch = Batch(captured.activations, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
             for analysis in analyses:
                 analysis.update(batch)
             tokens += inputs.attention_mask.sum()
-            del batch, inputs  # nothing of a finished batch outlives its iteration
+            del batch, inputs, captured  # nothing of a finished batch outlives its iteration
             rows_done += len(index)
             bar.update(len(index))
             if not bar.disable and time.monotonic() - shown_at > 1.0:
