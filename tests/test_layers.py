@@ -40,6 +40,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "geomlens.data",
         "geomlens.registry",
         "geomlens.theory",
+        "geomlens.plain_state",
         "geomlens.results",
         "geomlens.stats",
         "geomlens.version",

@@ -229,3 +229,45 @@ def test_abstraction_depth_figure_measures_the_departure_from_the_law(tmp_path):
         assert f"at most {gap:.3g}:" in " ".join(drawn.reading) or (
             gap == 0 and "at most 0:" in " ".join(drawn.reading)
         )
+
+
+def test_a_report_rerun_into_the_same_folder_holds_only_the_new_run(tmp_path):
+    """Issue 19.10: the rerun used to keep the first run's per-analysis JSON beside a
+    results.json saying the analysis failed."""
+    from helpers.tiny_models import tiny_gpt2
+
+    state = {"fail": False}
+
+    class Flaky(gl.Analysis):
+        """Succeeds on the first report, fails on the second."""
+
+        def sites(self, adapter):
+            return [adapter.sites()[-1]]
+
+        def update(self, batch):
+            if state["fail"]:
+                raise RuntimeError("planted failure")
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name, metrics={"x": 1.0})
+
+    gl.register_analysis("test-report-flaky")(Flaky)
+    try:
+        model, tokenizer = tiny_gpt2()
+        adapter = gl.attach(model, tokenizer=tokenizer)
+        build_report(adapter, out=tmp_path, quick=True, progress=False, max_length=32,
+                     analyses=["test-report-flaky"])  # fmt: skip
+        assert (tmp_path / "test-report-flaky.json").exists()
+        (tmp_path / "notes.txt").write_text("mine")  # not the report's: left alone
+        state["fail"] = True
+        build_report(adapter, out=tmp_path, quick=True, progress=False, max_length=32,
+                     analyses=["test-report-flaky"])  # fmt: skip
+    finally:
+        ANALYSES._entries.pop("test-report-flaky")
+    everything = json.loads((tmp_path / "results.json").read_text())
+    assert "planted failure" in everything["errors"]["test-report-flaky"]
+    assert not (tmp_path / "test-report-flaky.json").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -71,6 +71,11 @@ def report_command(
     except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=2) from error
+    except KeyboardInterrupt:
+        typer.secho(
+            f"interrupted; the report in {out} was not finished.", fg=typer.colors.RED, err=True
+        )
+        raise typer.Exit(code=130) from None
     print_summary(report)
     typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
     if report.failed:

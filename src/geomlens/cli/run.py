@@ -165,6 +165,20 @@ def run_command(
         except ValueError as error:
             raise fail(str(error)) from error
     options = dict(_parse_option(o) for o in option or [])
+    from geomlens.results import check_not_an_input
+
+    read = {
+        "--data": data,
+        "--checkpoint": checkpoint,
+        "--model": model,
+        "--option sae": options.get("sae"),
+    }
+    try:
+        for flag, written in (("--out", out), ("--plot", plot)):
+            if written is not None:
+                check_not_an_input(flag, written, read)
+    except ValueError as error:
+        raise fail(str(error)) from error
     if site:
         if "site" in options:
             raise fail("give the site either with --site or with --option site=…, not both.")

@@ -43,6 +43,7 @@ from geomlens.hooks.batches import (
     check_run_limits,
     encoded_batches,
 )
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
@@ -357,6 +358,9 @@ def run(
     """
     from geomlens.hooks.attach import attach
 
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
+        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
     dataset = prepare_data(data, adapter)
@@ -383,6 +387,8 @@ def run(
         run_arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
     saver = None
     if checkpoint is not None:
+        # The same path may hold other weights by now (a model retrained into its folder).
+        run_arguments["model_weights_fingerprint"] = weights_fingerprint(adapter)
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()

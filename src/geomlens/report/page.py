@@ -7,6 +7,7 @@ external resources, so it opens offline from the file system in any browser.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.catalog import analysis_class
@@ -67,10 +68,36 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
     return section
 
 
+#: The files the last report written into a folder consists of (hidden, beside them).
+MANIFEST = ".geomlens-report-files.json"
+
+
+def _inodes(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in folder.iterdir() if p.is_file()}
+
+
+def _remove_previous_run(folder: Path, before: dict[str, int]) -> list[str]:
+    """A report folder holds one run: delete what the previous report wrote and this one did
+    not (its per-analysis JSON and figures), record this run's files, return them."""
+    after = _inodes(folder)
+    written = sorted(n for n, inode in after.items() if before.get(n) != inode and n != MANIFEST)
+    try:
+        previous = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = []
+    for name in previous if isinstance(previous, list) else []:
+        if isinstance(name, str) and name not in written and "/" not in name:
+            (folder / name).unlink(missing_ok=True)
+    atomic_write_text(folder / MANIFEST, json.dumps(written) + "\n")
+    return written
+
+
 def write_report(report: Report) -> None:
-    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html."""
+    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. Files
+    an earlier report left in the folder that this one does not rewrite are removed."""
     folder = report.folder
     folder.mkdir(parents=True, exist_ok=True)
+    before = _inodes(folder)
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
     everything = {
@@ -94,4 +121,5 @@ def write_report(report: Report) -> None:
         )
     )
     atomic_write_text(folder / "index.html", page)
+    _remove_previous_run(folder, before)
     report.files = sorted(p for p in folder.iterdir() if not p.name.startswith("."))

@@ -27,10 +27,12 @@ from sae_lens.training.sae_trainer import SAETrainer
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.results import atomic_write_text
-from geomlens.sae.cache import cache_entry, publish_folder
+from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
+from geomlens.sae.loading import read_sae_folder
 
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
 TRAINING_RECORD = "geomlens_training.json"
@@ -181,13 +183,16 @@ def cached_sae(
     config = config or TrainingConfig()
     key = {
         "model": adapter.model_id,
+        # The same model name may stand for other weights (a model retrained into its folder).
+        "model_weights": weights_fingerprint(adapter),
         "site": site,
         "corpus": corpus,
         "config": config.to_dict(),
     }
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
-        return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, True)
+        check_entry(folder, key)  # never trusted by its folder name alone
+        return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, True)
     trained = train_sae(adapter, site, data, config)
 
     def write(staging: Path) -> None:
@@ -195,8 +200,8 @@ def cached_sae(
         record = {**key, "l0": trained.cfg.metadata.get("l0"), "sae_lens_files": "inference"}
         atomic_write_text(staging / TRAINING_RECORD, json.dumps(record, indent=2, default=str))
 
-    publish_folder(folder, write)
-    return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, False)
+    publish_folder(folder, write, key)
+    return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
 
 
 def corpus_texts(parts: Sequence[str] = ("training",), limit: int | None = None) -> Dataset:
