@@ -123,6 +123,12 @@ class FeedSummary:
     rows: int = 0
     #: A device tensor until read (reading it waits for the device: done once, after the loop).
     tokens: int | torch.Tensor = 0
+    #: Seconds spent encoding and capturing the batches: shared by every analysis of the pass.
+    shared_seconds: float = 0.0
+    #: Seconds spent in each analysis's ``update`` (its own share of the pass, including any
+    #: extra forward pass it runs itself), by analysis name. Host time: on an asynchronous
+    #: device, work still queued is counted where the host next waits for it.
+    update_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _check_columns(analyses: Sequence[Analysis], columns: Sequence[str]) -> None:
@@ -221,6 +227,8 @@ def _feed(
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
     finite = NonFiniteWatch()
+    shared_seconds = 0.0
+    update_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
     shown_at = time.monotonic()
     since_save, rows_done = 0, done.rows
     with bar:
@@ -233,6 +241,7 @@ def _feed(
             if not verified:
                 verify()
                 verified = True
+            batch_started = time.perf_counter()
             inputs = adapter.encode(chunk, index, padding_side=padding_side, max_length=max_length)
             if not sized:
                 inputs = dataclasses.replace(inputs, index=global_rows)
@@ -243,8 +252,11 @@ def _feed(
                 raise explain_index_error(error, adapter, width) from error
             batch = Batch(captured, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
+            shared_seconds += time.perf_counter() - batch_started
             for analysis in analyses:
+                update_started = time.perf_counter()
                 analysis.update(batch)
+                update_seconds[analysis.name] += time.perf_counter() - update_started
             tokens += inputs.attention_mask.sum()
             del batch, inputs  # nothing of a finished batch outlives its iteration
             rows_done += len(index)
@@ -265,7 +277,13 @@ def _feed(
     if not verified:  # everything was in the checkpoint
         verify()
     finite.raise_if_any()
-    summary = FeedSummary(sites, rows=rows_done, tokens=tokens + done.tokens)
+    summary = FeedSummary(
+        sites,
+        rows=rows_done,
+        tokens=tokens + done.tokens,
+        shared_seconds=shared_seconds,
+        update_seconds=update_seconds,
+    )
     if checkpoint is not None:
         done.tokens, done.complete = int(summary.tokens), True
         checkpoint.save(analyses, done)
@@ -317,6 +335,25 @@ def prepare_data(data: Any, adapter: Adapter) -> Dataset | StreamedData:
     if num_rows is not None:
         return as_dataset(list(streamed.rows()), num_rows=num_rows)
     return streamed
+
+
+def analysis_cost(
+    summary: FeedSummary, name: str, finalize_seconds: float, fused: int
+) -> dict[str, float]:
+    """What one analysis of a fused pass cost, in seconds (this rank's pass; provenance keys).
+
+    ``shared_pass_seconds``: encoding and capturing the batches, done once for all ``fused``
+    analyses; ``update_seconds``: this analysis's own per-batch work (measured, including any
+    second forward pass it runs, e.g. linearization-effect's); ``finalize_seconds``: its
+    statistics after the pass (bootstraps, shuffles, probes); ``cost_seconds``: its own work
+    plus an equal share of the shared pass.
+    """
+    own = summary.update_seconds.get(name, 0.0) + finalize_seconds
+    return {
+        "shared_pass_seconds": round(summary.shared_seconds, 4),
+        "update_seconds": round(summary.update_seconds.get(name, 0.0), 4),
+        "cost_seconds": round(own + summary.shared_seconds / max(fused, 1), 4),
+    }
 
 
 def _fold_ranks(analyses: Sequence[Analysis], gathered: list[Any]) -> None:
@@ -438,11 +475,13 @@ def run(
         for analysis in built:
             finalize_start = time.perf_counter()
             result = analysis.finalize()
+            finalize_seconds = time.perf_counter() - finalize_start
             result.config = analysis.config.to_dict()
             result.provenance = {
                 **provenance,
                 "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
-                "finalize_seconds": round(time.perf_counter() - finalize_start, 4),
+                "finalize_seconds": round(finalize_seconds, 4),
+                **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
             }
             results[analysis.name] = result
     results = broadcast_from_main(results, shard)

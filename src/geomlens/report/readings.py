@@ -10,10 +10,12 @@ with none, a plain list of its main metrics.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
+from geomlens.report.formatting import layer_label, number, percent
 from geomlens.results import Result
+
+__all__ = ["headline", "layer_label", "number", "per_site", "read", "reading"]
 
 Reading = Callable[[Result], list[str]]
 READINGS: dict[str, Reading] = {}
@@ -44,18 +46,6 @@ def per_site(result: Result, metric: str) -> dict[str, float]:
     }
 
 
-def layer_label(site: str) -> str:
-    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged."""
-    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", site)
-    return f"layer {match.group(1)} ({match.group(2)})" if match else site
-
-
-def number(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "undefined"
-    return f"{value:.{digits}g}"
-
-
 def _extremes(values: dict[str, float]) -> tuple[str, str]:
     finite = {k: v for k, v in values.items() if not math.isnan(v)}
     if not finite:
@@ -77,13 +67,23 @@ def _activation_stats(result: Result) -> list[str]:
         "this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.get) if dead else None
+    # A residual-stream dimension has no activation function: one that stays negative on every
+    # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:
-        lines.append(
-            f"{100 * dead[worst]:.1f} % of the units at {layer_label(worst)} never became "
-            "positive on this data (dead units)."
+        text = (
+            f"{percent(dead[worst])} of the dimensions at {layer_label(worst)} were never "
+            "positive on this data."
         )
+        if "resid" in worst:
+            text += (
+                " In the residual stream that is a sign convention, not a dead unit: such a "
+                "dimension still carries information in its negative values."
+            )
+        else:
+            text += " After an activation function these are dead units (they pass nothing)."
+        lines.append(text)
     else:
-        lines.append("No unit is dead at any site on this data.")
+        lines.append("Every dimension at every site was positive on some token of this data.")
     return lines
 
 

@@ -82,15 +82,16 @@ def _run_pass(
             **kwargs,
         )
 
-    started = time.perf_counter()
     try:
         results = gl.run(report_pass.analyses, adapter, report_pass.dataset, **run_options)
     except Exception:  # fall back to one run per analysis, to tell which one failed
         if len(report_pass.analyses) == 1:
             raise
-    else:
-        seconds = (time.perf_counter() - started) / len(results)
-        return [outcome(name, result=r, seconds=seconds) for name, r in results.items()]
+    else:  # each result's provenance says what it cost (see geomlens.engine.analysis_cost)
+        return [
+            outcome(name, result=r, seconds=float(r.provenance.get("cost_seconds", 0.0)))
+            for name, r in results.items()
+        ]
     outcomes = []
     for analysis in report_pass.analyses:
         started = time.perf_counter()
@@ -103,6 +104,20 @@ def _run_pass(
             outcomes.append(outcome(analysis.name, result=result))
         outcomes[-1].seconds = time.perf_counter() - started
     return outcomes
+
+
+#: Provenance keys of a result that say what its analysis cost (written by the engine).
+COST_KEYS = ("shared_pass_seconds", "update_seconds", "finalize_seconds", "cost_seconds")
+
+
+def analysis_costs(outcome: Outcome) -> dict[str, float]:
+    """Seconds one analysis of the report cost: the shared pass (once per pass, for all its
+    analyses), its own updates (with any second pass), its finalize, and the total that is its
+    own work plus an equal share of the shared pass."""
+    provenance = outcome.result.provenance if outcome.result is not None else {}
+    costs = {key: float(provenance[key]) for key in COST_KEYS if key in provenance}
+    costs.setdefault("cost_seconds", round(outcome.seconds, 4))
+    return costs
 
 
 def run_analyses(
@@ -205,6 +220,7 @@ def build_report(
             }
             for p in passes
         ],
+        "costs": {o.name: analysis_costs(o) for o in outcomes},
         "load_seconds": round(load_seconds, 2),
         "platform": platform.platform(),
         "versions": library_versions(),
