@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.report.formatting import (
+from geomlens.formatting import (
     distance_unit,
     duration,
     human_name,

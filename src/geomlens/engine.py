@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.checkpoint import Checkpoint, Progress, RowDigest
@@ -39,6 +38,8 @@ from geomlens.hooks.base import Adapter
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
 from geomlens.position_limit import explain_index_error
+from geomlens.progress import bar as progress_bar
+from geomlens.progress import phase, showing_progress
 from geomlens.registry import analysis_class
 from geomlens.results import Result
 
@@ -217,7 +218,7 @@ def _feed(
         total = max(0, min(block.stop * batch_size, length) - block.start * batch_size)
     else:
         total = data.length if shard.world_size == 1 else None
-    bar = tqdm(
+    bar = progress_bar(
         total=total,
         desc="geomlens",
         unit="row",
@@ -426,18 +427,57 @@ def run(
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
-    summary = _feed(
-        built,
-        adapter,
-        dataset,
-        batch_size=batch_size,
-        padding_side=padding_side,
-        max_length=max_length,
-        progress=progress,
-        seed=seed,
-        shard=shard,
-        checkpoint=saver,
-    )
+    with showing_progress(progress if shard.is_main else False):
+        results = _run_and_finalize(
+            built,
+            adapter,
+            dataset,
+            batch_size=batch_size,
+            padding_side=padding_side,
+            max_length=max_length,
+            progress=progress,
+            seed=seed,
+            shard=shard,
+            saver=saver,
+            run_arguments=run_arguments,
+            started=started,
+        )
+    results = broadcast_from_main(results, shard)
+    if isinstance(analyses, (str, Analysis, type)):
+        return results[built[0].name]
+    return results
+
+
+def _run_and_finalize(
+    built: list[Analysis],
+    adapter: Adapter,
+    dataset: Dataset | StreamedData,
+    *,
+    batch_size: int,
+    padding_side: PaddingSide,
+    max_length: int | None,
+    progress: bool | None,
+    seed: int,
+    shard: Shard,
+    saver: Checkpoint | None,
+    run_arguments: dict[str, Any],
+    started: float,
+) -> dict[str, Result] | None:
+    """The pass over the data, then (on the main rank) each analysis's finalize."""
+    names = ", ".join(a.name for a in built)
+    with phase(f"reading the data through the model for {names}"):
+        summary = _feed(
+            built,
+            adapter,
+            dataset,
+            batch_size=batch_size,
+            padding_side=padding_side,
+            max_length=max_length,
+            progress=progress,
+            seed=seed,
+            shard=shard,
+            checkpoint=saver,
+        )
     gathered = gather_to_main(
         [[a.state_dict() for a in built], summary.rows, int(summary.tokens)], shard, adapter.device
     )
@@ -474,7 +514,8 @@ def run(
         results = {}
         for analysis in built:
             finalize_start = time.perf_counter()
-            result = analysis.finalize()
+            with phase(f"{analysis.name}: computing its results from the pass"):
+                result = analysis.finalize()
             finalize_seconds = time.perf_counter() - finalize_start
             result.config = analysis.config.to_dict()
             result.provenance = {
@@ -484,7 +525,4 @@ def run(
                 **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
             }
             results[analysis.name] = result
-    results = broadcast_from_main(results, shard)
-    if isinstance(analyses, (str, Analysis, type)):
-        return results[built[0].name]
     return results

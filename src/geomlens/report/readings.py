@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from geomlens.report.formatting import layer_label, number, percent
+from geomlens.formatting import layer_label, number, percent
 from geomlens.results import Result
 
 __all__ = ["headline", "layer_label", "number", "per_site", "read", "reading"]

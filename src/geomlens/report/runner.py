@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.progress import phase, showing_progress
 from geomlens.registry import analysis_class
 from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
 from geomlens.results import Result
@@ -139,11 +138,15 @@ def run_analyses(
         "progress": progress,
     }
     outcomes: dict[str, Outcome] = {f.name: Outcome(f.name, error=f.error) for f in failures}
-    bar = tqdm(passes, desc="report passes", unit="pass", disable=not progress)
-    for index, report_pass in enumerate(bar):
-        bar.set_postfix_str(", ".join(report_pass.names))
+    for index, report_pass in enumerate(passes):
+        # A line per pass, no bar: passes differ too much in cost for a count to give an ETA.
+        what = (
+            f"pass {index + 1} of {len(passes)}: {', '.join(report_pass.names)} "
+            f"on {len(report_pass.dataset):,} rows"
+        )
         try:
-            done = _run_pass(report_pass, adapter, index, run_options)
+            with showing_progress(progress), phase(what, announce=True):
+                done = _run_pass(report_pass, adapter, index, run_options)
         except Exception as error:  # a lone analysis failed: record it and go on
             done = [
                 Outcome(
@@ -187,10 +190,11 @@ def build_report(
         analysis_class(name)
     started_at = datetime.datetime.now(datetime.timezone.utc)
     started = time.perf_counter()
-    if model is None or isinstance(model, (str, Path)):
-        adapter = gl.load(model, backend=backend, device=device)
-    else:
-        adapter = gl.attach(model)
+    with showing_progress(progress), phase("loading the model"):
+        if model is None or isinstance(model, (str, Path)):
+            adapter = gl.load(model, backend=backend, device=device)
+        else:
+            adapter = gl.attach(model)
     load_seconds = time.perf_counter() - started
     outcomes, passes = run_analyses(
         adapter,
@@ -228,5 +232,9 @@ def build_report(
     # Loading and running; drawing and writing the page come after and are not counted.
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
     report = Report(Path(out), outcomes, provenance)
-    write_report(report)
+    with (
+        showing_progress(progress),
+        phase("drawing the figures and writing the page", announce=True),
+    ):
+        write_report(report)
     return report

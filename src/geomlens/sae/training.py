@@ -172,8 +172,30 @@ def train_sae(
         feature_sampling_window=max(1, config.tokens // config.batch_tokens),
         device=str(adapter.device),
     )
-    # sae-lens's trainer shows its own progress bar ("Training SAE", in tokens).
-    return SAETrainer(trainer_config, sae, provider()).fit()
+    return _StepTrainer(trainer_config, sae, provider()).fit()
+
+
+class _StepTrainer(SAETrainer):
+    """sae-lens's trainer with its bar moved every step (sae-lens moves it every 100 steps, so
+    a short run sat at 0 % and stopped short of 100 %), capped at the bar's total."""
+
+    def _update_pbar(self, step_output: Any, pbar: Any, update_interval: int = 100) -> None:
+        if self.n_training_steps % update_interval == 0:  # the losses, as often as sae-lens
+            super()._update_pbar(step_output, _NoAdvance(pbar), update_interval)
+        pbar.update(min(self.cfg.train_batch_size_samples, pbar.total - pbar.n))
+
+
+class _NoAdvance:
+    """A bar whose description may change but which does not advance (the step does that)."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def set_description(self, text: str) -> None:
+        self.bar.set_description(f"Training SAE {text}")
+
+    def update(self, count: int) -> None:
+        pass
 
 
 def cached_sae(

@@ -1,4 +1,4 @@
-"""How the report, the readings and the CLI write numbers and names for a reader.
+"""How the report, the readings, figures, progress lines and the CLI write numbers and names.
 
 One place decides how a number looks, so the page, the plain-words readings and the printed
 summary agree:
