@@ -160,6 +160,17 @@ METRIC_NAMES: dict[str, str] = {
     "rows": "rows",
 }
 
+#: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
+METRIC_SUFFIXES: dict[str, str] = {
+    "_ci_low": "95 % interval, low end",
+    "_ci_high": "95 % interval, high end",
+    "_null_p95": "shuffled-label null, 95th percentile",
+    "_null": "shuffled-label null",
+    "_theory": "theory's value",
+    "_base": "original model",
+    "_linearized": "MLP linearised",
+}
+
 #: The unit a metric's value is in, by metric name (the part after the site; for names with a
 #: condition such as ``mean_k.heldout``, the part before the condition). ``"distance"``: the
 #: stimuli's coordinate unit, see :func:`distance_unit`.
@@ -228,14 +239,26 @@ def split_metric(key: str, sites: Any = None) -> tuple[str, str]:
     return (site, name) if name else ("", key)
 
 
+def metric_name(name: str) -> str:
+    """A metric name (after the site) in words: ``alpha_ci_low`` → "abstraction α, 95 %
+    interval, low end"; ``mean_k.random_tokens`` → "mean active latents k, random tokens"."""
+    if name in METRIC_NAMES:
+        return METRIC_NAMES[name]
+    head, _, condition = name.partition(".")
+    if condition:
+        return f"{metric_name(head)}, {human_name(condition)}"
+    for suffix in sorted(METRIC_SUFFIXES, key=len, reverse=True):
+        # alpha_ci_high_base: the condition ending first, then the qualifier before it
+        if head.endswith(suffix) and len(head) > len(suffix):
+            return f"{metric_name(head[: -len(suffix)])}, {METRIC_SUFFIXES[suffix]}"
+    return head.replace("_", " ")
+
+
 def metric_label(key: str, sites: Any = None) -> str:
     """A metric key in words: ``blocks.3.hook_resid_post.auroc.random_tokens`` →
     ``layer 3 (hook_resid_post): AUROC, random tokens``."""
     site, name = split_metric(key, sites)
-    head, _, condition = name.partition(".")
-    words = METRIC_NAMES.get(name) or METRIC_NAMES.get(head) or head.replace("_", " ")
-    if condition and name not in METRIC_NAMES:
-        words = f"{words}, {human_name(condition)}"
+    words = metric_name(name)
     return f"{layer_label(site)}: {words}" if site else words
 
 
@@ -259,7 +282,10 @@ def distance_unit(result: Any) -> str:
 def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
     """The unit of metric ``key`` (``""`` for a ratio, a probability or a cosine)."""
     _, name = split_metric(key, sites)
-    unit = METRIC_UNITS.get(name) or METRIC_UNITS.get(name.partition(".")[0], "")
+    head = name.partition(".")[0]
+    for suffix in ("_base", "_linearized"):
+        head = head.removesuffix(suffix)
+    unit = METRIC_UNITS.get(name) or METRIC_UNITS.get(head, "")
     if unit == "distance":
         return distance_unit(result) if result is not None else ""
     if name.endswith("_seconds"):

@@ -39,6 +39,26 @@ IMAGES_SCRIPT = (
     "i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth})))"
 )
 
+#: What a reader reads: the page's text without the provenance (raw JSON for the record).
+TEXT_SCRIPT = (
+    "(() => { const copy = document.body.cloneNode(true);"
+    " copy.querySelectorAll('#provenance, style, script').forEach(e => e.remove());"
+    " return copy.innerText; })()"
+)
+#: Every headline-table cell: its analysis, site, metric and the text shown.
+CELLS_SCRIPT = (
+    "JSON.stringify(Array.from(document.querySelectorAll('table.headline td[data-metric]')).map("
+    "c => ({analysis: c.closest('table').dataset.analysis, site: c.closest('tr').dataset.site,"
+    " metric: c.dataset.metric, text: c.textContent.trim(),"
+    " header: c.closest('table').rows[0].cells[c.cellIndex].textContent.trim()})))"
+)
+#: Each image and the link around it (a figure opens full size on click).
+LINKS_SCRIPT = (
+    "JSON.stringify(Array.from(document.images).map("
+    "i => ({src: i.getAttribute('src'), href: i.closest('a') ? i.closest('a').getAttribute('href')"
+    " : null})))"
+)
+
 
 def find_chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
@@ -56,6 +76,9 @@ class PageVisit:
     console_errors: list[str] = field(default_factory=list)
     title: str = ""
     screenshot: Path | None = None
+    text: str = ""
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Pipe:
@@ -149,10 +172,18 @@ def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageV
             pipe.call("Runtime.evaluate", session, expression=IMAGES_SCRIPT)["result"]["value"]
         )
         title = pipe.call("Runtime.evaluate", session, expression="document.title")["result"]
+
+        def evaluate(script: str) -> Any:
+            return pipe.call("Runtime.evaluate", session, expression=script)["result"]["value"]
+
+        text = evaluate(TEXT_SCRIPT)
+        cells, links = json.loads(evaluate(CELLS_SCRIPT)), json.loads(evaluate(LINKS_SCRIPT))
         shot = pipe.call("Page.captureScreenshot", session, captureBeyondViewport=True)
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(base64.b64decode(shot["data"]))
-        return PageVisit(images, _errors(pipe.events), title.get("value", ""), screenshot)
+        return PageVisit(
+            images, _errors(pipe.events), title.get("value", ""), screenshot, text, cells, links
+        )
     finally:
         os.close(to_browser_write)
         os.close(from_browser_read)

@@ -50,6 +50,8 @@ class ReportPass:
     full_rows: int
     fingerprint: str
     columns: list[str] = field(default_factory=list)
+    #: The data in words (from the first analysis's ``default_data`` docstring).
+    description: str = ""
 
     @property
     def names(self) -> list[str]:
@@ -130,6 +132,21 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
     return subset(dataset, np.sort(np.concatenate(kept)))
 
 
+def default_data_description(cls: type[Analysis]) -> str:
+    """What ``cls`` runs on when given no data, in words: the first paragraph of its
+    ``default_data`` docstring (the base class's: the bundled corpus)."""
+    from geomlens.defaults import DEFAULT_CORPUS_SIZE
+
+    method = cls.default_data
+    if method is Analysis.default_data:
+        return (
+            f"The bundled English corpus: {DEFAULT_CORPUS_SIZE} paragraphs of Python "
+            "standard-library docstrings."
+        )
+    doc = (method.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split()) or "Its own shipped data (see its documentation)."
+
+
 def build_analysis(name: str, quick: bool) -> Analysis:
     """An analysis with its default config (cheaper resampling counts when ``quick``)."""
     import dataclasses
@@ -166,6 +183,11 @@ def plan_passes(
         if quick:
             dataset = quick_subset(dataset)
         passes[fingerprint] = ReportPass(
-            [analysis], dataset, full_rows, fingerprint, sorted(dataset.columns)
+            [analysis],
+            dataset,
+            full_rows,
+            fingerprint,
+            sorted(dataset.columns),
+            default_data_description(type(analysis)),
         )
     return list(passes.values()), failures

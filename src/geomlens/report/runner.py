@@ -87,6 +87,8 @@ def _run_pass(
         if len(report_pass.analyses) == 1:
             raise
     else:  # each result's provenance says what it cost (see geomlens.engine.analysis_cost)
+        for result in results.values():
+            result.provenance["data"] = report_pass.description
         return [
             outcome(name, result=r, seconds=float(r.provenance.get("cost_seconds", 0.0)))
             for name, r in results.items()
@@ -100,6 +102,7 @@ def _run_pass(
         except Exception as error:  # recorded in the report; the other analyses go on
             outcomes.append(outcome(analysis.name, error=_error_text(error)))
         else:
+            result.provenance["data"] = report_pass.description
             outcomes.append(outcome(analysis.name, result=result))
         outcomes[-1].seconds = time.perf_counter() - started
     return outcomes
@@ -217,6 +220,7 @@ def build_report(
         "passes": [
             {
                 "analyses": p.names,
+                "data": p.description,
                 "rows": len(p.dataset),
                 "rows_shipped": p.full_rows,
                 "columns": p.columns,
