@@ -23,9 +23,9 @@
 EPOCHS = 40  # the paper trains 500; 40 already shows the rise toward the front
 STIMULI = 50  # l one-hot stimuli on a circle
 HIDDEN = 10  # m hidden units
-FIGURE = "pareto_and_toy.png"
 
 # %%
+# %matplotlib inline
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -87,4 +87,4 @@ axes.plot(run.p_i, run.p_s, ".-", markersize=3, label=f"toy network, {EPOCHS} ep
 axes.set_xlabel("identification accuracy p_I")
 axes.set_ylabel("similarity accuracy p_S")
 axes.legend()
-figure.savefig(FIGURE)
+figure
