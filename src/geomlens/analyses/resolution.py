@@ -44,8 +44,9 @@ from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
 
 FAMILIES = ("step", "linear", "exponential", "gaussian")
-# Noise levels whose fronts (Theorem 2) are drawn beside the universal one.
-NOISE_CURVES = (0.1, 0.3, 0.5)
+# Noise levels whose fronts (Theorem 2) are drawn beside the universal one: the same in every
+# figure of the (p_S, p_I) plane.
+NOISE_CURVES = theory.NOISE_CURVES
 _GRID = 160
 _RESIDUAL_FLOOR = 1e-10
 

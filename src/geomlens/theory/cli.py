@@ -109,13 +109,14 @@ def pareto(
         from geomlens.theory import plots
 
         universal = resolution.pareto_front(_CURVE_POINTS)
-        noisy = resolution.pareto_front(_CURVE_POINTS, delta=delta) if delta > 0 else None
+        levels = sorted({*resolution.NOISE_CURVES, *([delta] if delta > 0 else [])})
+        noisy = {level: resolution.pareto_front(_CURVE_POINTS, delta=level) for level in levels}
         linear_decay = resolution.linear_decay_front(_CURVE_POINTS)
         with _figure_errors_exit(plot):
             written = plots.plot_pareto(
                 plot,
                 universal=(universal.p_s, universal.p_i),
-                noisy=None if noisy is None else (noisy.p_s, noisy.p_i),
+                noisy={level: (front.p_s, front.p_i) for level, front in noisy.items()},
                 delta=delta,
                 linear_decay=(linear_decay.p_s, linear_decay.p_i),
                 optimum=(optimum.p_s, optimum.p_i),

@@ -51,6 +51,14 @@ __all__ = [
     "similarity_turning_points",
 ]
 
+#: Noise floors Δ whose fronts (Theorem 2) every figure of the (p_S, p_I) plane draws beside the
+#: universal one, so that the report's, the analysis's and the CLI's figures compare at a glance.
+NOISE_CURVES = (0.1, 0.3, 0.5)
+#: The (p_S, p_I) plane is drawn with p_S on x and p_I on y in every figure.
+PLANE_AXES = ("similarity accuracy p_S", "identification accuracy p_I")
+#: What "n = 2" in a figure means.
+N2_MEANING = "n = 2: each test trial offers two candidates"
+
 # The three regimes of the universal front (docs/theory.md#resolution-theorems), from fine to coarse resolution.
 REGIMES = ("identification", "trade-off", "interference")
 # On the n = 2 front dp_I/dp_S = −1 / (2 (1 − 2b)) whatever Δ (Theorem 2), so the regime
