@@ -85,3 +85,24 @@ def test_distance_metrics_take_the_stimuli_unit(provenance, unit):
     assert metric_value(result, "blocks.1.hook_resid_post.epsilon") == f"166 {unit}".strip()
     assert metric_value(result, "blocks.1.hook_resid_post.alpha") == "0.5"
     assert math.isnan(result.metrics.get("missing", math.nan))
+
+
+def test_g_of_d_band_is_labelled_as_a_spread_and_the_distance_has_its_unit():
+    from geomlens.registry import analysis_class
+
+    rows = [
+        {"site": "blocks.0.hook_resid_post", "distance": d, "mean": 1 / (1 + d), "std": 0.1,
+         "count": 4}
+        for d in (10.0, 20.0, 40.0)
+    ]  # fmt: skip
+    result = gl.Result(
+        "similarity",
+        tables={"g_of_d": rows},
+        config={"similarity": "centred-cosine"},
+        provenance={"data": "Years 1500–2000 every 10 years in three templates (153 texts)."},
+    )
+    figure = analysis_class("similarity").plot(result)
+    axes = figure.axes[0]
+    assert axes.get_xlabel() == "stimulus distance d (years)"
+    legend = [text.get_text() for text in axes.get_legend().get_texts()]
+    assert any("±1 SD of the pair similarities" in t and "not a confidence" in t for t in legend)
