@@ -106,3 +106,8 @@ def test_g_of_d_band_is_labelled_as_a_spread_and_the_distance_has_its_unit():
     assert axes.get_xlabel() == "stimulus distance d (years)"
     legend = [text.get_text() for text in axes.get_legend().get_texts()]
     assert any("±1 SD of the pair similarities" in t and "not a confidence" in t for t in legend)
+
+
+def test_a_metric_of_a_pair_of_sites_reads_as_both():
+    key = "blocks.1.hook_resid_post~blocks.4.hook_resid_post.cka"
+    assert metric_label(key) == ("layer 1 (hook_resid_post) and layer 4 (hook_resid_post): cka")

@@ -221,7 +221,10 @@ def human_name(identifier: str) -> str:
 
 
 def layer_label(site: str) -> str:
-    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged."""
+    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged; a
+    pair of sites ``a~b`` (a metric of two sites) → ``layer 1 (…) and layer 4 (…)``."""
+    if "~" in site:
+        return " and ".join(layer_label(part) for part in site.split("~"))
     match = _SITE.fullmatch(site)
     return f"layer {match.group(1)} ({match.group(2)})" if match else site
 
@@ -232,7 +235,7 @@ def split_metric(key: str, sites: Any = None) -> tuple[str, str]:
     for site in sorted(sites or (), key=len, reverse=True):
         if key.startswith(site + "."):
             return site, key[len(site) + 1 :]
-    match = re.match(r"(blocks\.\d+\.[A-Za-z0-9_]+)\.(.+)", key)
+    match = re.match(r"(blocks\.\d+\.\w+(?:~blocks\.\d+\.\w+)?)\.(.+)", key)
     if match:
         return match.group(1), match.group(2)
     site, _, name = key.partition(".")
