@@ -63,6 +63,29 @@ class Report:
         return self.folder / "index.html"
 
 
+def default_folder(quick: bool) -> Path:
+    """Where a report goes unless told: ``report``, or ``report-quick`` for a quick one."""
+    return Path("report-quick" if quick else "report")
+
+
+def existing_report(folder: str | Path) -> str | None:
+    """What report ``folder`` already holds, in words ("the full report of M from DATE"), or
+    None when it holds none."""
+    import json
+
+    saved = Path(folder) / "results.json"
+    try:
+        provenance = json.loads(saved.read_text()).get("provenance", {})
+    except (OSError, ValueError):
+        return None
+    kind = "quick" if provenance.get("quick") else "full"
+    model = (provenance.get("model") or {}).get("model_id")
+    when = provenance.get("started_utc")
+    return (
+        f"the {kind} report" + (f" of {model}" if model else "") + (f" from {when}" if when else "")
+    )
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -169,7 +192,7 @@ def build_report(
     *,
     backend: str = "nnsight",
     device: str | None = None,
-    out: str | Path = "report",
+    out: str | Path | None = None,
     quick: bool = False,
     analyses: Sequence[str] | None = None,
     batch_size: int = REPORT_BATCH_SIZE,
@@ -179,6 +202,7 @@ def build_report(
 ) -> Report:
     """Run every built-in analysis (or ``analyses``) on ``model`` and write the report to ``out``.
 
+    ``out`` defaults to ``report`` (``report-quick`` when ``quick``).
     ``model`` is a name or path for ``gl.load`` (default: the bundled all-MiniLM-L6-v2), or an
     adapter / model object for ``gl.attach``. Writes ``out/index.html`` with the figures beside
     it, ``out/results.json`` (every result and the report's provenance) and one
@@ -235,7 +259,7 @@ def build_report(
     }
     # Loading and running; drawing and writing the page come after and are not counted.
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
-    report = Report(Path(out), outcomes, provenance)
+    report = Report(Path(out) if out is not None else default_folder(quick), outcomes, provenance)
     with (
         showing_progress(progress),
         phase("drawing the figures and writing the page", announce=True),

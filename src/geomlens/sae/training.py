@@ -210,12 +210,7 @@ def cached_sae(
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
     when it is not there yet. ``corpus`` names ``data`` in the cache key."""
     config = config or TrainingConfig()
-    key = {
-        "model": adapter.model_id,
-        "site": site,
-        "corpus": corpus,
-        "config": config.to_dict(),
-    }
+    key = _cache_key(adapter, site, corpus, config)
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
         return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, True)
@@ -228,6 +223,23 @@ def cached_sae(
 
     publish_folder(folder, write)
     return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, False)
+
+
+def _cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+    return {"model": adapter.model_id, "site": site, "corpus": corpus, "config": config.to_dict()}
+
+
+def is_cached(
+    adapter: Adapter,
+    site: str,
+    *,
+    corpus: str,
+    config: TrainingConfig | None = None,
+    cache_dir: str | Path | None = None,
+) -> bool:
+    """Whether :func:`cached_sae` would reuse a saved SAE (no training) for these arguments."""
+    key = _cache_key(adapter, site, corpus, config or TrainingConfig())
+    return cache_entry(key, cache_dir).is_dir()
 
 
 def corpus_texts(parts: Sequence[str] = ("training",), limit: int | None = None) -> Dataset:
