@@ -130,6 +130,9 @@ class FeedSummary:
     #: extra forward pass it runs itself), by analysis name. Host time: on an asynchronous
     #: device, work still queued is counted where the host next waits for it.
     update_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Rows this rank had already folded in when the run resumed from a checkpoint (0: a fresh
+    #: start).
+    resumed_rows: int = 0
 
 
 def _check_columns(analyses: Sequence[Analysis], columns: Sequence[str]) -> None:
@@ -284,6 +287,7 @@ def _feed(
         tokens=tokens + done.tokens,
         shared_seconds=shared_seconds,
         update_seconds=update_seconds,
+        resumed_rows=saved.progress.rows if saved is not None else 0,
     )
     if checkpoint is not None:
         done.tokens, done.complete = int(summary.tokens), True
@@ -511,6 +515,8 @@ def _run_and_finalize(
         }
         if saver is not None:
             provenance["checkpoint"] = str(saver.directory)
+            # Rows (this rank's) already in the checkpoint when the run started: 0 when fresh.
+            provenance["resumed_rows"] = summary.resumed_rows
         results = {}
         for analysis in built:
             finalize_start = time.perf_counter()
