@@ -101,6 +101,9 @@ def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_pa
     assert re.search(r"resolution\s+ok\s+resolution scale ε [\d,.]+ years", seen.text)
     for image in seen.links:  # a figure opens at full size on click
         assert image["href"] == image["src"], image
+    wide = visit(quick_report.index, tmp_path / "wide.png", width=1600)
+    for image in wide.images:  # shown at (nearly) its own size, not shrunk to the text column
+        assert image["shown"] >= 0.9 * min(image["width"], 0.96 * 1600), image
 
 
 def test_browser_check_catches_a_broken_page(tmp_path):

@@ -36,7 +36,8 @@ CHROMIUM_FLAGS = (
 )
 IMAGES_SCRIPT = (
     "JSON.stringify(Array.from(document.images).map("
-    "i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth})))"
+    "i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth,"
+    " shown: i.getBoundingClientRect().width})))"
 )
 
 #: What a reader reads: the page's text without the provenance (raw JSON for the record).
@@ -134,8 +135,11 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageVisit:
-    """Load ``page`` (a local file) in headless Chromium; save a full-page screenshot."""
+def visit(
+    page: Path, screenshot: Path, *, chromium: str | None = None, width: int | None = None
+) -> PageVisit:
+    """Load ``page`` (a local file) in headless Chromium; save a full-page screenshot.
+    ``width``: the window's width in CSS pixels (default: Chromium's own)."""
     chromium = chromium or find_chromium()
     if chromium is None:
         raise FileNotFoundError("No chromium on PATH (Debian: apt-get install chromium).")
@@ -165,6 +169,15 @@ def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageV
         session = pipe.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             pipe.call(f"{domain}.enable", session)
+        if width is not None:
+            pipe.call(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=width,
+                height=900,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         pipe.events.clear()
         pipe.call("Page.navigate", session, url=page.resolve().as_uri())
         pipe.wait_for("Page.loadEventFired")
