@@ -431,45 +431,10 @@ def run(
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
-    with showing_progress(progress if shard.is_main else False):
-        results = _run_and_finalize(
-            built,
-            adapter,
-            dataset,
-            batch_size=batch_size,
-            padding_side=padding_side,
-            max_length=max_length,
-            progress=progress,
-            seed=seed,
-            shard=shard,
-            saver=saver,
-            run_arguments=run_arguments,
-            started=started,
-        )
-    results = broadcast_from_main(results, shard)
-    if isinstance(analyses, (str, Analysis, type)):
-        return results[built[0].name]
-    return results
-
-
-def _run_and_finalize(
-    built: list[Analysis],
-    adapter: Adapter,
-    dataset: Dataset | StreamedData,
-    *,
-    batch_size: int,
-    padding_side: PaddingSide,
-    max_length: int | None,
-    progress: bool | None,
-    seed: int,
-    shard: Shard,
-    saver: Checkpoint | None,
-    run_arguments: dict[str, Any],
-    started: float,
-) -> dict[str, Result] | None:
-    """The pass over the data, then (on the main rank) each analysis's finalize."""
+    # Progress lines (rank 0 only): what is running, while it runs.
+    shown = progress if shard.is_main else False
     names = ", ".join(a.name for a in built)
-    with phase(f"reading the data through the model for {names}"):
+    with showing_progress(shown), phase(f"reading the data through the model for {names}"):
         summary = _feed(
             built,
             adapter,
@@ -520,7 +485,7 @@ def _run_and_finalize(
         results = {}
         for analysis in built:
             finalize_start = time.perf_counter()
-            with phase(f"{analysis.name}: computing its results from the pass"):
+            with showing_progress(shown), phase(f"{analysis.name}: computing its results"):
                 result = analysis.finalize()
             finalize_seconds = time.perf_counter() - finalize_start
             result.config = analysis.config.to_dict()
@@ -531,4 +496,7 @@ def _run_and_finalize(
                 **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
             }
             results[analysis.name] = result
+    results = broadcast_from_main(results, shard)
+    if isinstance(analyses, (str, Analysis, type)):
+        return results[built[0].name]
     return results
