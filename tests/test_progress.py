@@ -17,31 +17,29 @@ LONGEST_SILENCE = 10.0
 
 
 def _stamped_output(command: list[str], env: dict[str, str]) -> tuple[int, list[tuple[float, str]]]:
-    """Run ``command``; every piece of standard error it writes (a line, or a bar redrawn after a
-    carriage return) with the time it arrived."""
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    """Run ``command``; every piece of output it writes, standard output and error (a line, or a
+    bar redrawn after a carriage return), with the time it arrived."""
+    process = subprocess.Popen(command, stderr=subprocess.STDOUT, stdout=subprocess.PIPE, env=env)
     pieces: list[tuple[float, str]] = [(time.monotonic(), "<start>")]
 
     def read() -> None:
         buffer = b""
-        while chunk := process.stderr.read1(4096):
+        while chunk := process.stdout.read1(4096):
             buffer += chunk
             *done, buffer = buffer.replace(b"\r", b"\n").split(b"\n")
             stamp = time.monotonic()
             pieces.extend((stamp, line.decode(errors="replace")) for line in done if line.strip())
-        pieces.append((time.monotonic(), "<end>"))
 
     reader = threading.Thread(target=read)
     reader.start()
-    process.stdout.read()
     code = process.wait(timeout=1200)
     reader.join()
     return code, pieces
 
 
 def _longest_gap(pieces: list[tuple[float, str]]) -> tuple[float, str]:
-    """The longest silence from the first line on (importing torch comes before geomlens can
-    print anything)."""
+    """The longest silence from the first line to the last (importing torch comes before
+    geomlens can print anything, and the interpreter's exit after it has said everything)."""
     pieces = pieces[1:]
     gaps = [(b[0] - a[0], f"after {a[1]!r}, before {b[1]!r}") for a, b in zip(pieces, pieces[1:])]
     return max(gaps)
