@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 import geomlens as gl
-from geomlens.benchmarking import corpus_texts, interleaved, median_ratio, min_ratio
+from geomlens.engine.benchmarking import corpus_texts, interleaved, median_ratio, min_ratio
 from geomlens.data.dataset import as_dataset
 
 try:

@@ -27,7 +27,7 @@ import torch
 
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
-from geomlens.benchmarking import corpus_texts
+from geomlens.engine.benchmarking import corpus_texts
 from geomlens.data.dataset import as_dataset
 from geomlens.engine import batch_indices
 

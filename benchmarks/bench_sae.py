@@ -19,7 +19,7 @@ import torch
 
 import geomlens as gl
 from geomlens.analyses.sae_features import SAEFeatures
-from geomlens.benchmarking import interleaved, labelled_corpus, median_ratio, min_ratio
+from geomlens.engine.benchmarking import interleaved, labelled_corpus, median_ratio, min_ratio
 from geomlens.engine import batch_indices, stream
 
 try:

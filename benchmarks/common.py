@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: peak memory, the machine, writing results.
 
-Inputs, the bare forward pass and interleaved timing live in :mod:`geomlens.benchmarking`
+Inputs, the bare forward pass and interleaved timing live in :mod:`geomlens.engine.benchmarking`
 (the GPU throughput script uses them too).
 """
 

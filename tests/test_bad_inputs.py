@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 import geomlens as gl
 from geomlens.analyses.option_types import OptionTypeError, OptionValueError
-from geomlens.finite_check import NonFiniteActivationError
 from geomlens.hooks.base import UnknownSiteError
+from geomlens.hooks.finite_check import NonFiniteActivationError
 from geomlens.hooks.linearize import LinearizationError
 from geomlens.registry import UnknownNameError
 from geomlens.theory import abstraction, resolution, ssd
@@ -390,9 +390,9 @@ def gl_cli_app():
 
 @pytest.mark.parametrize("chunk", [2**24, 7])  # one pass, and the check split into pieces
 def test_nan_only_at_padding_is_not_reported(chunk, monkeypatch):
-    import geomlens.finite_check
+    import geomlens.hooks.finite_check
 
-    monkeypatch.setattr(geomlens.finite_check, "_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(geomlens.hooks.finite_check, "_CHUNK_ELEMENTS", chunk)
     activations = RNG.normal(size=(4, 3, 2))
     mask = np.ones((4, 3), dtype=bool)
     mask[2, 2] = False

@@ -65,7 +65,7 @@ def test_unavailable_or_unknown_device(tmp_path, device, fragment):
 
 
 def test_plot_for_an_analysis_without_a_figure_is_refused_before_running(tmp_path):
-    from geomlens.plotting import has_plot
+    from geomlens.analyses.plotting import has_plot
     from geomlens.registry import analysis_class, list_analyses
 
     without = [name for name in list_analyses() if not has_plot(analysis_class(name))]
@@ -129,7 +129,7 @@ def test_check_on_recorded_activations_says_there_is_no_model():
     import numpy as np
 
     import geomlens as gl
-    from geomlens.conformance import check_adapter
+    from geomlens.checks.conformance import check_adapter
 
     recorded = gl.attach({"blocks.0.hook_resid_post": np.zeros((4, 3))})
     with pytest.raises(ValueError, match="recorded activations have none") as info:
@@ -152,7 +152,7 @@ def test_json_list_of_strings_is_accepted_and_the_source_recorded(tmp_path, tiny
     assert result["provenance"]["trust_remote_code"] is False
     assert result["metrics"]["blocks.0.hook_resid_post.rows"] == 3.0
     # Same defaults as the Python API: one place for both.
-    from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+    from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
     assert result["provenance"]["batch_size"] == DEFAULT_BATCH_SIZE
     assert result["provenance"]["max_length"] == DEFAULT_MAX_LENGTH

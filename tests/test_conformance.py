@@ -11,8 +11,8 @@ from helpers.tiny_models import tiny_decoder, tiny_encoder, tiny_gpt2
 from typer.testing import CliRunner
 
 import geomlens as gl
+from geomlens.checks.conformance import all_passed, check_adapter
 from geomlens.cli import app
-from geomlens.conformance import all_passed, check_adapter
 from geomlens.hooks.architectures import GPT2, SiteRead
 from geomlens.hooks.nnsight import NNsightAdapter
 from geomlens.hooks.transformer_lens import TransformerLensAdapter

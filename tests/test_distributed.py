@@ -12,7 +12,7 @@ from helpers.recipes import RECIPES, assert_same_results
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
-from geomlens.distributed import Shard
+from geomlens.engine.distributed import Shard
 
 
 def free_port() -> int:

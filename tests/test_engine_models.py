@@ -10,7 +10,7 @@ from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
-from geomlens.conformance import all_passed, check_adapter
+from geomlens.checks.conformance import all_passed, check_adapter
 from geomlens.hooks.base import count_torch_hooks
 from geomlens.hooks.nnsight import NNsightAdapter
 from geomlens.hooks.transformer_lens import TransformerLensAdapter

@@ -290,7 +290,7 @@ def hooked_inputs(model, path, run):
 
 
 def test_conformance_check_says_a_module_only_model_has_no_canonical_sites(resnet):
-    from geomlens.conformance import check_adapter
+    from geomlens.checks.conformance import check_adapter
 
     with pytest.raises(ValueError, match="no canonical sites, only module:PATH"):
         check_adapter(resnet[1])

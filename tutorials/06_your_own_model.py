@@ -77,12 +77,12 @@ assert all(torch.equal(before[name], after[name]) for name in before)
 assert on_nnsight.hook_count() == 0
 
 # %% [markdown]
-# `geomlens check MODEL` (or `geomlens.conformance.check_adapter(adapter)`) verifies on your
+# `geomlens check MODEL` (or `geomlens.checks.conformance.check_adapter(adapter)`) verifies on your
 # model that every canonical site resolves, shapes agree and padded batches equal one-by-one
 # runs. With a GPU, pass `device="cuda"` to `gl.load` or move the module first.
 
 # %%
-from geomlens.conformance import all_passed, check_adapter
+from geomlens.checks.conformance import all_passed, check_adapter
 
 checks = check_adapter(on_nnsight)
 for check in checks:

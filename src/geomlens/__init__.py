@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from geomlens import results as _results
+from geomlens.version import __version__
 
 # Public names, imported on first use so that `import geomlens.theory` stays light (numpy/scipy).
 _EXPORTS = {
@@ -19,19 +20,28 @@ _EXPORTS = {
     "run": "geomlens.engine",
     "stream": "geomlens.engine",
     "Result": "geomlens.results",
-    "plot": "geomlens.plotting",
+    "plot": "geomlens.analyses.plotting",
     "Dataset": "geomlens.data.dataset",
     "Adapter": "geomlens.hooks.base",
     "Analysis": "geomlens.analyses.base",
     "AnalysisConfig": "geomlens.analyses.base",
     "Batch": "geomlens.analyses.base",
     "option": "geomlens.analyses.base",
-    "register_analysis": "geomlens.registry",
-    "list_analyses": "geomlens.registry",
-    "analysis_class": "geomlens.registry",
+    "register_analysis": "geomlens.analyses.registry",
+    "list_analyses": "geomlens.analyses.catalog",
+    "analysis_class": "geomlens.analyses.catalog",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
+
+
+def _draw(result: Any, path: Any = None, **kwargs: Any) -> Any:
+    """``Result.plot``: the analysis that wrote the result draws it (imported only when drawing)."""
+    return importlib.import_module("geomlens.analyses.plotting").plot(result, path, **kwargs)
+
+
+# A Result is data on the lowest floor; the front door, above everything, lends it the drawer.
+_results.set_drawer(_draw)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,11 +1,10 @@
-"""Run defaults shared by the Python API (``gl.run``) and the CLI (``geomlens run``).
+"""Compatibility path: this module moved to :mod:`geomlens.engine.defaults` (issue 16).
 
-One place, so that the same texts give the same numbers whichever way they are run.
+Importing the old path gives the new module itself, so old imports (and monkeypatching through
+them) keep working. Code inside geomlens imports the new path; see tests/test_layers.py.
 """
 
-#: Inputs per forward pass.
-DEFAULT_BATCH_SIZE = 32
-#: Tokens kept per input; ``None`` keeps every token (the model's own limit still applies).
-DEFAULT_MAX_LENGTH: int | None = None
-#: Paragraphs of the bundled corpus used when an analysis runs on it without a limit.
-DEFAULT_CORPUS_SIZE = 64
+import importlib
+import sys
+
+sys.modules[__name__] = importlib.import_module("geomlens.engine.defaults")

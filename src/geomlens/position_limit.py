@@ -1,43 +1,10 @@
-"""Explain the IndexError a model raises when an input is longer than its position table.
+"""Compatibility path: this module moved to :mod:`geomlens.hooks.positions` (issue 16).
 
-A model with learned absolute positions (GPT-2, BERT) fails deep inside its embedding with
-``IndexError: index out of range in self`` when a batch holds more tokens than it has positions.
-The engine turns that into an error saying how long the input was, what the model takes, and
-how to truncate.
+Importing the old path gives the new module itself, so old imports (and monkeypatching through
+them) keep working. Code inside geomlens imports the new path; see tests/test_layers.py.
 """
 
-from __future__ import annotations
+import importlib
+import sys
 
-from typing import Any
-
-#: Config fields naming a model's number of positions, in the spellings of the HF families and
-#: TransformerLens (``n_ctx``).
-POSITION_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len")
-
-
-def max_positions(adapter: Any) -> int | None:
-    """The number of positions the adapter's model takes, or None when its config says not."""
-    model = getattr(adapter, "model", None)
-    for config in (
-        getattr(adapter, "config", None),
-        getattr(model, "config", None),
-        getattr(model, "cfg", None),
-    ):
-        for name in POSITION_FIELDS:
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
-
-
-def explain_index_error(error: IndexError, adapter: Any, tokens: int) -> BaseException:
-    """A ValueError naming the input length and the model's limit when ``tokens`` exceeds it;
-    otherwise ``error`` itself (an IndexError with another cause is not ours to explain)."""
-    limit = max_positions(adapter)
-    if limit is None or tokens <= limit:
-        return error
-    return ValueError(
-        f"An input of this batch has {tokens} tokens but model {adapter.model_id!r} takes at "
-        f"most {limit} positions. Truncate with max_length={limit} (CLI: --max-length {limit}) "
-        "or give shorter texts."
-    )
+sys.modules[__name__] = importlib.import_module("geomlens.hooks.positions")

@@ -6,20 +6,37 @@ then ``os.replace``) so a crash never leaves a half-written file where a result 
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import math
 import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from geomlens.theory._atomic import atomic_save_figure, atomic_write_bytes, atomic_write_text
+
+__all__ = ["Result", "atomic_save_figure", "atomic_write_bytes", "atomic_write_text", "set_drawer"]
+
 SCHEMA_VERSION = 1
+
+
+class Drawer(Protocol):
+    """Draws a result's figure (``gl.plot``): what :meth:`Result.plot` hands itself to."""
+
+    def __call__(
+        self, result: Result, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> Any: ...
+
+
+_drawer: Drawer | None = None
+
+
+def set_drawer(drawer: Drawer) -> None:
+    """Install what :meth:`Result.plot` calls (done once, by ``geomlens/__init__.py``)."""
+    global _drawer
+    _drawer = drawer
 
 
 def _plain(value: Any) -> Any:
@@ -39,63 +56,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
-
-
-@contextlib.contextmanager
-def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
-    """Yield a temporary path beside ``path``; once the caller has written it, give it the
-    mode a plain ``open(path, "w")`` would have (mkstemp makes owner-only files) and move it
-    over ``path`` in one step. On any error the temporary file is removed and ``path`` is left
-    as it was."""
-    target = Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(
-            f"Cannot write {target}: it is a directory; give a file path inside it."
-        )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    except OSError as error:
-        # Say which file could not be written and what to do, keeping the error's type.
-        raise type(error)(
-            error.errno,
-            f"Cannot write {target} ({error.strerror}); choose a folder you can write to",
-        ) from error
-    os.close(fd)
-    try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    with _atomic_replace(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return Path(path)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (checkpoints: a crash never leaves half a file)."""
-    with _atomic_replace(path, ".tmp") as tmp, open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return Path(path)
-
-
-def atomic_save_figure(figure: Any, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
-    """Save a matplotlib figure atomically (format taken from the suffix of ``path``)."""
-    with _atomic_replace(path, Path(path).suffix) as tmp:
-        figure.savefig(tmp, **savefig_kwargs)
-    return Path(path)
 
 
 @dataclass(repr=False)
@@ -201,10 +161,13 @@ class Result:
     def plot(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
         """Draw the analysis's figure; save atomically if ``path``. Same as ``gl.plot(self)``.
 
-        The drawing belongs to the analysis (see :mod:`geomlens.plotting`); a result is data and
-        imports nothing of the analyses or their registry.
+        The drawing belongs to the analysis (see :mod:`geomlens.analyses.plotting`); a result is
+        data and imports nothing of the analyses or their registry: the package's front door
+        (``geomlens/__init__.py``) installs the drawer with :func:`set_drawer`.
         """
-        return importlib.import_module("geomlens.plotting").plot(self, path, **kwargs)
+        if _drawer is None:
+            raise RuntimeError("No drawer is installed; import geomlens to draw results.")
+        return _drawer(self, path, **kwargs)
 
     def __repr__(self) -> str:
         """A short summary; the full content is in ``metrics``, ``tables`` and ``to_json()``."""

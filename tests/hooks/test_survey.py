@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from geomlens.hooks.survey import (
+from geomlens.checks.survey import (
     BEGIN,
     END,
     SURVEY_MODELS,
@@ -66,5 +66,5 @@ def test_the_docs_table_is_the_survey():
     generated = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert generated == markdown(rows).strip(), (
         "docs/architectures.md is out of date: regenerate its table with "
-        "`python -m geomlens.hooks.survey`"
+        "`python -m geomlens.checks.survey`"
     )

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from geomlens.cli.theory import app
 from geomlens.theory import abstraction, resolution, ssd
-from geomlens.theory.cli import app
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf)"
@@ -237,6 +237,6 @@ def test_every_command_has_help():
 
 
 def test_the_cli_does_not_import_matplotlib_until_it_plots():
-    probe = "import sys, geomlens.theory.cli; print('matplotlib' in sys.modules)"
+    probe = "import sys, geomlens.cli.theory; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr

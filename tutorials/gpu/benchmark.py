@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 import geomlens as gl
-from geomlens.benchmarking import (
+from geomlens.engine.benchmarking import (
     bare_forward,
     builtin_analyses,
     count_tokens,

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import Adapter
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.stats import StreamingMoments
 

@@ -139,8 +139,7 @@ class Analysis(ABC):
         OOD text) override this; anything :func:`geomlens.data.dataset.as_dataset` accepts may
         be returned. The default is the bundled English corpus (standard-library docstrings).
         """
-        from geomlens.data.corpus import corpus_dataset
-        from geomlens.defaults import DEFAULT_CORPUS_SIZE
+        from geomlens.data.corpus import DEFAULT_CORPUS_SIZE, corpus_dataset
 
         return corpus_dataset(DEFAULT_CORPUS_SIZE)
 

@@ -21,6 +21,10 @@ import torch
 from geomlens.data.stimuli import Metric, parse_metric
 from geomlens.hooks.base import LOGITS_SITE
 
+#: Distinct distances above this count are grouped into equal-width bins (here and in
+#: similarity's g(d)).
+MAX_DISTINCT_BINS = 128
+
 TESTS = ("similarity", "identification")
 
 
@@ -183,8 +187,6 @@ def recover_similarity(
     (g = 1); every other bin must be linked to it by a chain of trials. Returns rows
     (distance, mean = g, std = standard error of g, count = options seen in the bin).
     """
-    from geomlens.analyses.similarity import MAX_DISTINCT_BINS
-
     every = np.concatenate(distances)
     levels = np.unique(every)
     if bins is None and len(levels) <= MAX_DISTINCT_BINS:

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from geomlens.analyses.base import option
+from geomlens.analyses.registry import register_analysis
 from geomlens.analyses.similarity import (
     Similarity,
     SimilarityConfig,
@@ -38,7 +39,6 @@ from geomlens.analyses.similarity import (
     g_of_d,
     plot_profiles,
 )
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball

@@ -26,18 +26,16 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
-from geomlens.analyses.choices import LOGITS_SITE, ChoiceRecords
+from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
 from geomlens.analyses.pooled import PooledRows
+from geomlens.analyses.registry import register_analysis
 from geomlens.data.stimuli import Metric, parse_metric, years
 from geomlens.formatting import distance_unit
 from geomlens.hooks.base import Adapter
-from geomlens.registry import register_analysis
 from geomlens.results import Result
 
 SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
 MODES = ("representational", "behavioural")
-# Distinct distances above this count are grouped into equal-width bins.
-MAX_DISTINCT_BINS = 128
 DEFAULT_BINS = 40
 
 

@@ -13,6 +13,9 @@ import re
 import warnings
 from typing import Any
 
+#: Paragraphs of the bundled corpus used when an analysis runs on it without a limit.
+DEFAULT_CORPUS_SIZE = 64
+
 #: Modules with plenty of prose docstrings, all importable on every platform.
 CORPUS_MODULES = (
     "argparse", "asyncio", "calendar", "collections", "concurrent.futures", "configparser",

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from geomlens.data.named_inputs import INPUT_KEYS, check_named_inputs, named_inputs_of
+
 
 @dataclass
 class Dataset:
@@ -23,7 +25,7 @@ class Dataset:
     token_ids: list[list[int]] | None = None
     num_rows: int | None = None
     #: Named model inputs, one entry per example ({"pixel_values": array}, {"images": paths}),
-    #: alone or beside texts (a VLM prompt); see geomlens.hooks.tensor_inputs.
+    #: alone or beside texts (a VLM prompt); see geomlens.data.named_inputs.
     inputs: dict[str, Any] | None = None
     columns: dict[str, np.ndarray] = field(default_factory=dict)
     #: Where the examples came from (a file, a bundled corpus, an in-memory list), for provenance.
@@ -32,8 +34,6 @@ class Dataset:
     def __post_init__(self) -> None:
         given = [x is not None for x in (self.texts, self.token_ids, self.num_rows)]
         if self.inputs is not None:
-            from geomlens.hooks.tensor_inputs import check_named_inputs
-
             examples = self.texts or self.token_ids or []
             self.inputs = check_named_inputs(self.inputs, rows=len(examples) or None)
         if sum(given) != 1 and not (self.inputs and sum(given) == 0):
@@ -106,8 +106,6 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
     if hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas DataFrame
         data = {name: data[name].to_numpy() for name in data.columns}
     if isinstance(data, Mapping):
-        from geomlens.hooks.tensor_inputs import INPUT_KEYS, named_inputs_of
-
         inputs = named_inputs_of(data)
         skip = ("text", "token_ids", *INPUT_KEYS)
         columns = {k: np.asarray(v) for k, v in data.items() if k not in skip}
@@ -134,8 +132,6 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
         if all(isinstance(x, Sequence) and not isinstance(x, str) for x in data):
             return Dataset(token_ids=[list(map(int, x)) for x in data])
         if all(isinstance(x, Mapping) for x in data):  # rows: [{"text": ..., "concept": ...}]
-            from geomlens.data.streaming import normalize_row, rows_to_dataset
-
             return rows_to_dataset([normalize_row(row, n) for n, row in enumerate(data)])
     raise ValueError(
         f"Cannot use {type(data).__name__} as data. Pass a list of strings, token ids [N, T], a "
@@ -143,3 +139,76 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
         "(a generator, geomlens.data.streaming.stream_file(path), a datasets Dataset), or a "
         "geomlens Dataset."
     )
+
+
+#: Field names that carry the model input of a row (the rest are label columns).
+INPUT_FIELDS = ("text", "token_ids")
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    """``value`` as a list of token ids, or None when it is not a sequence of integers."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 1 and not value.is_floating_point():
+            return value.tolist()
+        return None
+    if isinstance(value, np.ndarray):
+        if value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
+            return value.tolist()
+        return None
+    integers = (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in value)
+    )
+    return [int(x) for x in value] if integers else None
+
+
+def normalize_row(row: Any, number: int) -> dict[str, Any]:
+    """One row as ``{"text" | "token_ids": ..., label: value, ...}``; ``number`` names the row in
+    errors (0-based position in the stream)."""
+    if isinstance(row, str):
+        return {"text": row}
+    if isinstance(row, Mapping):
+        if "text" in row:
+            return {**row, "text": str(row["text"])}
+        if "token_ids" in row:
+            ids = _token_ids(row["token_ids"])
+            if ids is None:
+                raise ValueError(
+                    f"Row {number}: 'token_ids' must be a sequence of integers; got "
+                    f"{type(row['token_ids']).__name__}."
+                )
+            return {**row, "token_ids": ids}
+        raise ValueError(
+            f"Row {number} is a mapping without a 'text' or 'token_ids' field (fields: "
+            f"{sorted(map(str, row))}); give each row a 'text' (or 'token_ids') field."
+        )
+    ids = _token_ids(row)
+    if ids is not None:
+        return {"token_ids": ids}
+    raise ValueError(
+        f"Row {number} is a {type(row).__name__}; a streamed row must be a text, a sequence of "
+        "token ids, or a mapping with a 'text' field and label fields."
+    )
+
+
+def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
+    """A sized :class:`Dataset` from normalised rows of one kind and one set of fields."""
+    if len(rows) == 0:
+        raise ValueError("The data is empty; give at least one example.")
+    first = rows[0]
+    kind = "text" if "text" in first else "token_ids"
+    fields = set(first)
+    for number, row in enumerate(rows):
+        if set(row) != fields:
+            raise ValueError(
+                f"Row {number} has fields {sorted(row)} but the first row has {sorted(fields)}; "
+                "every row needs the same fields."
+            )
+    columns = {
+        name: np.asarray([row[name] for row in rows]) for name in first if name not in INPUT_FIELDS
+    }
+    values = [row[kind] for row in rows]
+    if kind == "text":
+        return Dataset(texts=values, columns=columns)
+    return Dataset(token_ids=values, columns=columns)

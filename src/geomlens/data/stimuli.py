@@ -225,11 +225,11 @@ def render(
 
 @cache
 def _shipped_templates() -> dict[str, list[str]]:
-    return json.loads(files("geomlens.data").joinpath("stimuli/templates.json").read_text("utf-8"))
+    return json.loads(files(__package__).joinpath("stimuli/templates.json").read_text("utf-8"))
 
 
 def _shipped_lines(filename: str) -> list[str]:
-    text = files("geomlens.data").joinpath(f"stimuli/{filename}").read_text("utf-8")
+    text = files(__package__).joinpath(f"stimuli/{filename}").read_text("utf-8")
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 

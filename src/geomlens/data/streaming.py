@@ -18,82 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from geomlens.data.dataset import Dataset
-
-#: Field names that carry the model input of a row (the rest are label columns).
-INPUT_FIELDS = ("text", "token_ids")
-
-
-def _token_ids(value: Any) -> list[int] | None:
-    """``value`` as a list of token ids, or None when it is not a sequence of integers."""
-    if isinstance(value, torch.Tensor):
-        if value.dim() == 1 and not value.is_floating_point():
-            return value.tolist()
-        return None
-    if isinstance(value, np.ndarray):
-        if value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
-            return value.tolist()
-        return None
-    integers = (
-        isinstance(value, Sequence)
-        and not isinstance(value, (str, bytes))
-        and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in value)
-    )
-    return [int(x) for x in value] if integers else None
-
-
-def normalize_row(row: Any, number: int) -> dict[str, Any]:
-    """One row as ``{"text" | "token_ids": ..., label: value, ...}``; ``number`` names the row in
-    errors (0-based position in the stream)."""
-    if isinstance(row, str):
-        return {"text": row}
-    if isinstance(row, Mapping):
-        if "text" in row:
-            return {**row, "text": str(row["text"])}
-        if "token_ids" in row:
-            ids = _token_ids(row["token_ids"])
-            if ids is None:
-                raise ValueError(
-                    f"Row {number}: 'token_ids' must be a sequence of integers; got "
-                    f"{type(row['token_ids']).__name__}."
-                )
-            return {**row, "token_ids": ids}
-        raise ValueError(
-            f"Row {number} is a mapping without a 'text' or 'token_ids' field (fields: "
-            f"{sorted(map(str, row))}); give each row a 'text' (or 'token_ids') field."
-        )
-    ids = _token_ids(row)
-    if ids is not None:
-        return {"token_ids": ids}
-    raise ValueError(
-        f"Row {number} is a {type(row).__name__}; a streamed row must be a text, a sequence of "
-        "token ids, or a mapping with a 'text' field and label fields."
-    )
-
-
-def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
-    """A sized :class:`Dataset` from normalised rows of one kind and one set of fields."""
-    if len(rows) == 0:
-        raise ValueError("The data is empty; give at least one example.")
-    first = rows[0]
-    kind = "text" if "text" in first else "token_ids"
-    fields = set(first)
-    for number, row in enumerate(rows):
-        if set(row) != fields:
-            raise ValueError(
-                f"Row {number} has fields {sorted(row)} but the first row has {sorted(fields)}; "
-                "every row needs the same fields."
-            )
-    columns = {
-        name: np.asarray([row[name] for row in rows]) for name in first if name not in INPUT_FIELDS
-    }
-    values = [row[kind] for row in rows]
-    if kind == "text":
-        return Dataset(texts=values, columns=columns)
-    return Dataset(token_ids=values, columns=columns)
+from geomlens.data.dataset import INPUT_FIELDS, Dataset, normalize_row, rows_to_dataset
 
 
 class EmptySourceError(ValueError):

@@ -116,16 +116,15 @@ def embed_with(
     output flattened).
     """
     from geomlens.data.dataset import Dataset
-    from geomlens.engine import batch_indices
     from geomlens.hooks.attach import attach
+    from geomlens.hooks.batches import captured_batches, dataset_batches
 
     adapter = attach(model, model_id=model_id) if not _is_adapter(model) else model
     named = dict(inputs) if isinstance(inputs, dict) else {"pixel_values": inputs}
     dataset = Dataset(inputs=named)
     rows = []
-    for index in batch_indices(len(dataset), batch_size):
-        batch = adapter.encode(dataset, index)
-        activation = adapter.capture(batch, [site])[site]
+    for batch in captured_batches(adapter, dataset_batches(dataset, batch_size), [site]):
+        activation = batch.activations[site]
         rows.append(activation.reshape(activation.shape[0], -1).float().cpu().numpy())
     return np.concatenate(rows)
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import torch
 
-from geomlens.hooks.base import EMBED_SITE, LAYER_SITE_TEMPLATES
+from geomlens.hooks.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 
 Port = Literal["output", "input"]
 #: How a family numbers token positions: from 0 (GPT-2, BERT, rotary models), from

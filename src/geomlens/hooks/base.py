@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -21,38 +20,16 @@ import torch
 
 from geomlens.data.dataset import Dataset
 from geomlens.hooks.inputs import ModelInputs, PaddingSide, encode_texts, encode_token_ids
+from geomlens.hooks.sites import (  # noqa: F401  (also read from here: geomlens.hooks.base.EMBED_SITE)
+    EMBED_SITE,
+    LAYER_SITE_TEMPLATES,
+    LOGITS_SITE,
+    canonical_sites,
+    layer_of,
+)
 
 #: An edit applied at a site: takes the activation [B, T, ...] and returns its replacement.
 EditFn = Callable[[torch.Tensor], torch.Tensor]
-
-#: Canonical per-layer site templates, in forward order (TransformerLens hook names).
-LAYER_SITE_TEMPLATES: tuple[str, ...] = (
-    "blocks.{layer}.hook_resid_pre",
-    "blocks.{layer}.hook_attn_out",
-    "blocks.{layer}.hook_resid_mid",
-    "blocks.{layer}.mlp.hook_pre",
-    "blocks.{layer}.mlp.hook_post",
-    "blocks.{layer}.hook_mlp_out",
-    "blocks.{layer}.hook_resid_post",
-)
-EMBED_SITE = "hook_embed"
-#: The model's output logits [B, T, vocab]: offered (last in forward order) only by models with
-#: an LM head; what the model's own forward returns as ``logits``.
-LOGITS_SITE = "logits"
-
-
-def canonical_sites(n_layers: int) -> list[str]:
-    """All canonical site names of a model with ``n_layers`` blocks, in forward order."""
-    sites = [EMBED_SITE]
-    for layer in range(n_layers):
-        sites.extend(t.format(layer=layer) for t in LAYER_SITE_TEMPLATES)
-    return sites
-
-
-def layer_of(site: str) -> int | None:
-    """The block index a canonical site belongs to, or None for ``hook_embed``."""
-    match = re.match(r"blocks\.(\d+)\.", site)
-    return int(match.group(1)) if match else None
 
 
 class UnknownSiteError(KeyError, ValueError):
@@ -275,6 +252,17 @@ class Adapter(ABC):
         from geomlens.hooks.linearize import linearize
 
         return linearize(self, layers, mode=mode, calibration=calibration)
+
+    @property
+    def is_hooked_transformer(self) -> bool:
+        """Whether the model is a TransformerLens HookedTransformer (its MLPs carry hook points
+        rather than Hugging Face activation modules)."""
+        return False
+
+    def transformer_blocks(self) -> torch.nn.Module | None:
+        """The model's transformer blocks as modules indexed by layer (what linearisation hooks),
+        or None when there are none to hook (recorded activations, a HookedTransformer)."""
+        return None
 
     # -- safety ------------------------------------------------------------------------------
     @abstractmethod

@@ -35,7 +35,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from geomlens.hooks.base import Adapter
+from geomlens.hooks.batches import capture_batch, dataset_batches, encoded_batches
+from geomlens.hooks.hook_points import hooks_added
+from geomlens.hooks.protocols import ModelAdapter
 
 Mode = Literal["identity", "tangent"]
 MODES: tuple[str, ...] = ("identity", "tangent")
@@ -44,7 +46,7 @@ MODES: tuple[str, ...] = ("identity", "tangent")
 #: ``intermediate`` and ``output``; the activation lives in ``intermediate``).
 MLP_NAMES = ("mlp", "intermediate", "feed_forward", "ffn", "ff")
 
-_ACTIVE: weakref.WeakKeyDictionary[Adapter, list[dict[str, Any]]] = weakref.WeakKeyDictionary()
+_ACTIVE: weakref.WeakKeyDictionary[ModelAdapter, list[dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
 def _elementwise_activation_types() -> tuple[type[torch.nn.Module], ...]:
@@ -106,16 +108,10 @@ class ActivationTarget:
 # -- finding the activation in each backend -------------------------------------------------------
 
 
-def _hf_blocks(adapter: Adapter) -> torch.nn.Module:
-    from geomlens.hooks.nnsight import NNsightAdapter
-    from geomlens.hooks.transformer_lens import TransformerLensAdapter
-
-    if isinstance(adapter, NNsightAdapter):
-        model = adapter.model
-        base = getattr(model, "base_model", model)
-        return base.get_submodule(adapter.table.layers)
-    if isinstance(adapter, TransformerLensAdapter) and adapter.is_bridge:
-        return adapter.model.blocks
+def _hf_blocks(adapter: ModelAdapter) -> torch.nn.Module:
+    blocks = adapter.transformer_blocks()
+    if blocks is not None:
+        return blocks
     raise LinearizationError(
         f"Linearisation needs a model; a {adapter.backend!r} adapter has none "
         "(recorded activations cannot be re-run). Record the activations under the "
@@ -174,11 +170,9 @@ def _hooked_transformer_target(model: Any, layer: int) -> ActivationTarget:
     return ActivationTarget(layer, mlp.act_fn, f"blocks.{layer}.mlp", mlp=mlp, gated=gated)
 
 
-def activation_targets(adapter: Adapter, layers: Iterable[int]) -> list[ActivationTarget]:
+def activation_targets(adapter: ModelAdapter, layers: Iterable[int]) -> list[ActivationTarget]:
     """The MLP activation of each layer, or :class:`LinearizationError` saying what was found."""
-    from geomlens.hooks.transformer_lens import TransformerLensAdapter
-
-    if isinstance(adapter, TransformerLensAdapter) and not adapter.is_bridge:
+    if adapter.is_hooked_transformer:
         layers = sorted(set(_check_layers(adapter, layers)))
         return [_hooked_transformer_target(adapter.model, layer) for layer in layers]
     blocks = _hf_blocks(adapter)
@@ -195,7 +189,7 @@ def activation_targets(adapter: Adapter, layers: Iterable[int]) -> list[Activati
     return targets
 
 
-def _check_layers(adapter: Adapter, layers: Iterable[int]) -> list[int]:
+def _check_layers(adapter: ModelAdapter, layers: Iterable[int]) -> list[int]:
     layers = [layers] if isinstance(layers, int) else list(layers)
     n = adapter.n_layers
     if not layers:
@@ -234,9 +228,7 @@ def _hooks_on(
     stack = contextlib.ExitStack()
     stack.enter_context(_module_hooks(module_hooks))
     if lens_hooks:
-        from geomlens.hooks.transformer_lens import _hooks_added
-
-        stack.enter_context(_hooks_added(lens_hooks))
+        stack.enter_context(hooks_added(lens_hooks))
     return stack
 
 
@@ -301,7 +293,7 @@ def _pre_activation_taps(
 
 
 def mean_pre_activations(
-    adapter: Adapter,
+    adapter: ModelAdapter,
     targets: list[ActivationTarget],
     calibration: Any,
     *,
@@ -311,7 +303,6 @@ def mean_pre_activations(
     """Per-neuron mean pre-activation of each target over the real tokens of ``calibration``
     (anything ``gl.run`` takes as data)."""
     from geomlens.data.dataset import as_dataset
-    from geomlens.engine import batch_indices
 
     dataset = as_dataset(calibration)
     max_length = _within_positions(adapter, max_length)
@@ -329,17 +320,17 @@ def mean_pre_activations(
     stop = f"blocks.{max(t.layer for t in targets)}.hook_resid_post"
     stop = stop if stop in adapter.sites() else adapter.sites()[-1]
     with _pre_activation_taps(targets, record):
-        for index in batch_indices(len(dataset), batch_size):
-            inputs = adapter.encode(dataset, index, max_length=max_length)
+        batches = dataset_batches(dataset, batch_size)
+        for inputs in encoded_batches(adapter, batches, max_length=max_length):
             mask_of_batch.append(inputs.attention_mask)
-            adapter.capture(inputs, [stop])
+            capture_batch(adapter, inputs, [stop])
     missing = [t.layer for t in targets if t.layer not in counts]
     if missing:
         raise RuntimeError(f"The calibration pass never reached the MLP of layer(s) {missing}.")
     return {layer: (sums[layer] / counts[layer]).to(torch.float32) for layer in sums}
 
 
-def _within_positions(adapter: Adapter, max_length: int | None) -> int | None:
+def _within_positions(adapter: ModelAdapter, max_length: int | None) -> int | None:
     """``max_length`` cut to the positions the model has (calibration text can be long)."""
     model = getattr(adapter, "model", None)
     config = getattr(model, "config", None) or getattr(model, "cfg", None)
@@ -353,7 +344,7 @@ def _within_positions(adapter: Adapter, max_length: int | None) -> int | None:
 
 
 def _operating_points(
-    adapter: Adapter, targets: list[ActivationTarget], calibration: Any
+    adapter: ModelAdapter, targets: list[ActivationTarget], calibration: Any
 ) -> dict[int, torch.Tensor]:
     if calibration is None:
         raise ValueError(
@@ -370,14 +361,14 @@ def _operating_points(
     return mean_pre_activations(adapter, targets, calibration)
 
 
-def active_linearizations(adapter: Adapter) -> list[dict[str, Any]]:
+def active_linearizations(adapter: ModelAdapter) -> list[dict[str, Any]]:
     """The linearisations active on ``adapter`` (layers, mode, where), outermost first."""
     return [dict(entry) for entry in _ACTIVE.get(adapter, [])]
 
 
 @contextlib.contextmanager
 def linearize(
-    adapter: Adapter,
+    adapter: ModelAdapter,
     layers: int | Iterable[int],
     mode: Mode = "identity",
     calibration: Any = None,
@@ -409,37 +400,3 @@ def linearize(
             yield targets
     finally:
         active.remove(entry)
-
-
-def parse_linearize_flag(text: str) -> tuple[list[int], str]:
-    """``"4"``, ``"3,4"``, ``"-2:tangent"`` → (layers, mode): the CLI's ``--linearize``."""
-    layers_text, _, mode = text.partition(":")
-    mode = mode or "identity"
-    if mode not in MODES:
-        raise ValueError(
-            f"--linearize {text!r}: mode must be 'identity' or 'tangent', got {mode!r}."
-        )
-    try:
-        layers = [int(part) for part in layers_text.split(",") if part.strip()]
-    except ValueError:
-        layers = []
-    if not layers:
-        raise ValueError(
-            f"--linearize {text!r} must be LAYERS[:MODE], layers as integers separated by commas "
-            "(negative counts from the end), e.g. 4, 3,4 or -2:tangent."
-        )
-    return layers, mode
-
-
-def linearized_from_flag(adapter: Adapter, text: str | None) -> contextlib.AbstractContextManager:
-    """The linearisation a ``--linearize`` flag asks for (tangent mode calibrates on 64
-    paragraphs of the bundled English corpus), or nothing when the flag is absent."""
-    if text is None:
-        return contextlib.nullcontext()
-    layers, mode = parse_linearize_flag(text)
-    calibration = None
-    if mode == "tangent":
-        from geomlens.data.corpus import stdlib_paragraphs
-
-        calibration = stdlib_paragraphs(64)
-    return linearize(adapter, layers, mode=mode, calibration=calibration)

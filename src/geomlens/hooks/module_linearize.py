@@ -25,12 +25,13 @@ from typing import Any
 
 import torch
 
-from geomlens.hooks.base import Adapter
+from geomlens.hooks.batches import capture_batch, dataset_batches, encoded_batches
 from geomlens.hooks.linearize import MODES, ActivationTarget
 from geomlens.hooks.module_sites import is_module_site, module_path
+from geomlens.hooks.protocols import ModelAdapter
 
 
-def _targets(adapter: Adapter, sites: Sequence[str]) -> list[ActivationTarget]:
+def _targets(adapter: ModelAdapter, sites: Sequence[str]) -> list[ActivationTarget]:
     model = getattr(adapter, "model", None)
     if not isinstance(model, torch.nn.Module):
         raise ValueError(
@@ -51,11 +52,10 @@ def _targets(adapter: Adapter, sites: Sequence[str]) -> list[ActivationTarget]:
 
 
 def _mean_inputs(
-    adapter: Adapter, targets: list[ActivationTarget], calibration: Any, batch_size: int
+    adapter: ModelAdapter, targets: list[ActivationTarget], calibration: Any, batch_size: int
 ) -> list[torch.Tensor]:
     """Per-unit mean input of each target module over ``calibration`` (any ``gl.run`` data)."""
     from geomlens.data.dataset import as_dataset
-    from geomlens.engine import batch_indices
 
     dataset = as_dataset(calibration)
     sums: list[Any] = [0.0] * len(targets)
@@ -73,20 +73,19 @@ def _mean_inputs(
         return hook
 
     sites = [f"module:{t.where}" for t in targets]
-    batches = list(batch_indices(len(dataset), batch_size))
+    batches = list(dataset_batches(dataset, batch_size))
     # The first capture with module sites runs a probe pass for their order; run it before the
     # taps go on, so that no batch is counted twice.
-    adapter.capture(adapter.encode(dataset, batches[0]), sites)
+    capture_batch(adapter, next(encoded_batches(adapter, batches[:1])), sites)
     handles = []
     try:
         for target in targets:
             # A pre-hook: the capture stops the pass as soon as the module's output is read,
             # before a forward hook would run.
             handles.append(target.module.register_forward_pre_hook(tap(target.layer)))
-        for index in batches:
-            inputs = adapter.encode(dataset, index)
+        for inputs in encoded_batches(adapter, batches):
             masks.append(inputs.attention_mask)
-            adapter.capture(inputs, sites)
+            capture_batch(adapter, inputs, sites)
     finally:
         for handle in handles:
             handle.remove()
@@ -95,7 +94,7 @@ def _mean_inputs(
 
 @contextlib.contextmanager
 def linearize_modules(
-    adapter: Adapter,
+    adapter: ModelAdapter,
     sites: str | Sequence[str],
     mode: str = "identity",
     calibration: Any = None,

@@ -183,6 +183,10 @@ class NNsightAdapter(Adapter):
         self._foreign_hooks = count_torch_hooks(self._module) - _transformers_hooks(self._module)
 
     # -- what the model offers ---------------------------------------------------------------
+    def transformer_blocks(self) -> torch.nn.Module | None:
+        model = self.model
+        return getattr(model, "base_model", model).get_submodule(self.table.layers)
+
     @property
     def model(self) -> torch.nn.Module:
         """The torch module traced (a weight-sharing twin of a plain module handed in)."""

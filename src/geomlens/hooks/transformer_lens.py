@@ -22,15 +22,14 @@ module's blocks with bridge wrappers in place and renames its state-dict keys (T
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
-from transformer_lens.hook_points import HookPoint, LensHandle
+from transformer_lens.hook_points import HookPoint
 from transformer_lens.HookedRootModule import HookedRootModule
 from transformer_lens.HookedTransformer import HookedTransformer
 from transformer_lens.model_bridge import TransformerBridge
@@ -51,6 +50,7 @@ from geomlens.hooks.base import (
     count_torch_hooks,
     eval_mode,
 )
+from geomlens.hooks.hook_points import hooks_added as _hooks_added
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
@@ -230,6 +230,14 @@ class TransformerLensAdapter(Adapter):
     @property
     def is_bridge(self) -> bool:
         return isinstance(self.model, TransformerBridge)
+
+    @property
+    def is_hooked_transformer(self) -> bool:
+        return not self.is_bridge
+
+    def transformer_blocks(self) -> torch.nn.Module | None:
+        # A TransformerBridge wraps Hugging Face blocks; a HookedTransformer's are its own.
+        return self.model.blocks if self.is_bridge else None
 
     def _overrides(self) -> dict[str, str]:
         if not self.is_bridge:
@@ -507,22 +515,6 @@ def _hooked_transformer_numerics(normalization_type: str | None) -> str:
         return "HookedTransformer without LayerNorm"
     folded = "folded" if normalization_type.endswith("Pre") else "not folded"
     return f"HookedTransformer, LayerNorm {folded} ({normalization_type})"
-
-
-@contextlib.contextmanager
-def _hooks_added(hooks: list[tuple[HookPoint, Callable[..., Any]]]) -> Iterator[None]:
-    """Add forward hooks through TransformerLens (so ``list_hooks()`` shows them) and remove
-    exactly these handles on exit, whatever happens; hooks that were there before stay."""
-    added: list[tuple[HookPoint, LensHandle]] = []
-    try:
-        for hook_point, hook in hooks:
-            hook_point.add_hook(hook, dir="fwd")
-            added.append((hook_point, hook_point.fwd_hooks[-1]))
-        yield
-    finally:
-        for hook_point, handle in added:
-            handle.hook.remove()
-            hook_point.fwd_hooks.remove(handle)
 
 
 def _tl_version() -> str:

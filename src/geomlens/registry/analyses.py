@@ -1,48 +1,16 @@
-"""The registry of analyses: ``@register_analysis(name)``, lookup, and plugin discovery."""
+"""Compatibility path: the analysis registry moved beside ``Analysis`` (issue 16).
+
+``register_analysis`` and ``ANALYSES`` are in :mod:`geomlens.analyses.registry`,
+``analysis_class`` and ``list_analyses`` in :mod:`geomlens.analyses.catalog`; new code imports
+those. Names are looked up on first use (see :mod:`geomlens.registry`).
+"""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-from geomlens.registry.registry import Registry
-
-if TYPE_CHECKING:
-    from geomlens.analyses.base import Analysis
-
-ENTRY_POINT_GROUP = "geomlens.analyses"
-ANALYSES: Registry[type[Analysis]] = Registry("analysis", ENTRY_POINT_GROUP)
-
-A = TypeVar("A", bound="type[Analysis]")
+from typing import Any
 
 
-def register_analysis(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[A], A]:
-    """Class decorator: make an :class:`~geomlens.analyses.base.Analysis` runnable by name.
+def __getattr__(name: str) -> Any:
+    import geomlens.registry
 
-    Third-party packages use the same decorator and declare the module (or the class) in the
-    ``geomlens.analyses`` entry-point group so that ``gl.list_analyses()`` finds it.
-    """
-
-    def decorate(cls: A) -> A:
-        cls.name = name
-        ANALYSES.add(name, cls, aliases=aliases)
-        return cls
-
-    return decorate
-
-
-def _load_builtins() -> None:
-    importlib.import_module("geomlens.analyses")
-
-
-def analysis_class(name: str) -> type[Analysis]:
-    """The analysis class registered under ``name`` (or an alias); errors list what exists."""
-    _load_builtins()
-    return ANALYSES.get(name)
-
-
-def list_analyses() -> list[str]:
-    """Names of every registered analysis, built-ins and installed plugins."""
-    _load_builtins()
-    return ANALYSES.names()
+    return getattr(geomlens.registry, name)

@@ -7,6 +7,7 @@
 See docs/report.md for what the page holds and how to read it.
 """
 
-from geomlens.report.runner import Outcome, Report, build_report, run_analyses
+from geomlens.report.outcome import Outcome, Report
+from geomlens.report.runner import build_report, run_analyses
 
 __all__ = ["Outcome", "Report", "build_report", "run_analyses"]

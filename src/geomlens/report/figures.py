@@ -142,19 +142,33 @@ def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> Theory
     law = abstraction.depth_per_layer(alpha[sites[0]], alpha[sites[-1]], depth)
     figure, axes = _axes("Abstraction across depth")
     positions = np.arange(len(sites))
+    low = [source.metrics.get(f"{s}.alpha_ci_low", math.nan) for s in sites]
+    high = [source.metrics.get(f"{s}.alpha_ci_high", math.nan) for s in sites]
     axes.plot(positions, [alpha[s] for s in sites], "o-", label="measured α (mean over concepts)")
+    axes.fill_between(positions, low, high, alpha=0.2, label="95 % interval of that mean")
     axes.plot(positions, law, "k--", label="balanced deep linear network through the end points")
     axes.set_xticks(positions, [layer_label(s) for s in sites], rotation=45, ha="right", fontsize=7)
     axes.set_ylabel("abstraction cosine α")
     axes.legend(fontsize=8)
     save_figure(figure, path)
     gap = float(np.max(np.abs(np.asarray([alpha[s] for s in sites]) - law)))
+    widths = [h - lo for lo, h in zip(low, high) if not (math.isnan(lo) or math.isnan(h))]
+    tasks = next((r.get("tasks") for r in source.tables.get("sites", [])), None)
     words = [
         "For a balanced deep linear network the theory says artanh α moves linearly from the "
         "first layer to the last (dashed line, drawn through the model's own end points).",
         f"The model departs from that line by at most {number(gap)}: the departure is what the "
         "nonlinearities and training of a real network add to the linear picture.",
     ]
+    if tasks:
+        words.append(f"Each point is the mean α over {tasks}.")
+    if widths:
+        mean_width = float(np.mean(widths))
+        sure = "larger" if gap > mean_width / 2 else "no larger"
+        words.append(
+            f"Its 95 % intervals (tasks and contexts resampled) are {number(mean_width)} wide "
+            f"on average, so the departure is {sure} than the uncertainty of the points."
+        )
     return TheoryFigure("Abstraction against the depth law", path.name, words)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from geomlens.analyses.catalog import analysis_class
 from geomlens.formatting import (
     duration,
     layer_label,
@@ -18,19 +19,18 @@ from geomlens.formatting import (
     metric_value,
     number,
 )
-from geomlens.registry import analysis_class
 from geomlens.report import figures, readings
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
-    from geomlens.report.runner import Report
+    from geomlens.report.outcome import Report
 
 
 def _environment():
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("geomlens.report", "templates"),
+        loader=jinja2.PackageLoader(__package__, "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis
+from geomlens.analyses.catalog import analysis_class, list_analyses
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
-from geomlens.registry import analysis_class, list_analyses
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
 QUICK_ROWS = 64
@@ -135,7 +135,7 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
 def default_data_description(cls: type[Analysis]) -> str:
     """What ``cls`` runs on when given no data, in words: the first paragraph of its
     ``default_data`` docstring (the base class's: the bundled corpus)."""
-    from geomlens.defaults import DEFAULT_CORPUS_SIZE
+    from geomlens.engine.defaults import DEFAULT_CORPUS_SIZE
 
     method = cls.default_data
     if method is Analysis.default_data:

@@ -157,25 +157,60 @@ def _resolution(result: Result) -> list[str]:
     ]
 
 
+def _site_row(result: Result, site: str) -> dict:
+    """The ``sites`` table's row of ``site`` (which tasks its means average), or {}."""
+    return next((r for r in result.tables.get("sites", []) if r.get("site") == site), {})
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "no interval"
+    return f"95 % interval {number(low)} to {number(high)}"
+
+
+def _direction(low: float | None, high: float | None, what: str) -> str:
+    """How sure a stated direction is, from its interval."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return f"with no interval, so the direction of {what} is not established"
+    if low > 0 or high < 0:
+        return f"the interval excludes 0, so {what} is resolved at this level"
+    return f"the interval includes 0, so the direction of {what} is not resolved"
+
+
 @reading("abstraction")
 def _abstraction(result: Result) -> list[str]:
     alpha = per_site(result, "alpha")
     if not alpha:
         return []
     best, worst = _extremes(alpha)
-    null = per_site(result, "alpha_null")
+    if not best:
+        return []
+    metrics = result.metrics
+    tasks = _site_row(result, best).get("tasks", "the concept sets")
     lines = [
         "α is the mean cosine between a concept's difference vectors across contexts (e.g. "
         "king − queen against actor − actress): 1 means one shared direction, 0 none.",
-        f"α is highest at {layer_label(best)} ({number(alpha[best])}) and lowest at "
-        f"{layer_label(worst)} ({number(alpha[worst])}), averaged over the concept sets.",
+        f"α is highest at {layer_label(best)} ({number(alpha[best])}, "
+        f"{_interval(metrics.get(f'{best}.alpha_ci_low'), metrics.get(f'{best}.alpha_ci_high'))}"
+        f" for the mean, tasks and contexts resampled) and lowest at {layer_label(worst)} "
+        f"({number(alpha[worst])}); each is the mean over {tasks}.",
     ]
-    if best in null:
+    p95 = metrics.get(f"{best}.alpha_null_p95")
+    if p95 is not None:
+        null = result.config.get("null", "within-context")
+        where = "inside each context" if null == "within-context" else "across contexts"
         lines.append(
-            f"With the concept labels shuffled α would be about {number(null[best])} there, "
-            "so the gap to it is the structure the labels explain."
+            f"With the concept label shuffled {where} ({null} null), the mean α there stays "
+            f"below {number(p95)} in 95 % of shuffles; the measured {number(alpha[best])} is "
+            f"{'above' if alpha[best] > p95 else 'not above'} it."
         )
     return lines
+
+
+def _mean_of(rows: list[dict], column: str) -> float:
+    values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
 
 
 @reading("ccgp")
@@ -184,41 +219,79 @@ def _ccgp(result: Result) -> list[str]:
     if not ccgp:
         return []
     best, _ = _extremes(ccgp)
-    within = result.metrics.get(f"{best}.within_context_accuracy", math.nan)
-    return [
+    if not best:
+        return []
+    rows = [r for r in result.tables.get("per_task", []) if r.get("site") == best]
+    tasks = _site_row(result, best).get("tasks", "the concept sets")
+    lines = [
         "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
         "it never saw; 0.5 is chance.",
-        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])} against "
-        f"{number(within)} within the training contexts. A CCGP close to the within-context "
-        "accuracy means the concept is coded the same way everywhere (abstractly).",
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}.",
     ]
+    within = [r for r in rows if not math.isnan(_mean_of([r], "within_context_accuracy"))]
+    without = [r for r in rows if r not in within]
+    if within:
+        lines.append(
+            f"For {', '.join(r['task'] for r in within)}, whose contexts hold several rows of "
+            f"each value, CCGP is {number(_mean_of(within, 'ccgp'))} against a within-context "
+            f"accuracy of {number(_mean_of(within, 'within_context_accuracy'))} (probes "
+            "cross-validated inside each context): a CCGP close to it means the concept is "
+            "coded the same way everywhere (abstractly)."
+        )
+    if without:
+        lines.append(
+            f"{', '.join(r['task'] for r in without)} have one row per value and context, so "
+            "no within-context accuracy exists; their mixed-context accuracy (rows split at "
+            f"random over all contexts, i.e. unseen words) is "
+            f"{number(_mean_of(without, 'mixed_context_accuracy'))} against a CCGP of "
+            f"{number(_mean_of(without, 'ccgp'))}."
+        )
+    return lines
+
+
+def _fidelity_phrase(metrics: dict[str, float]) -> str:
+    if "fidelity.output_embedding_cosine" in metrics:
+        return (
+            f"the linearised model's output embedding keeps a cosine of "
+            f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
+            "(1 = unchanged)"
+        )
+    if "fidelity.lm_loss_change" in metrics:
+        return (
+            f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
+            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))})"
+        )
+    return "its fidelity cost was not measured"
 
 
 @reading("linearization-effect")
 def _linearization_effect(result: Result) -> list[str]:
     metrics = result.metrics
+    info = (result.tables.get("linearization") or [{}])[0]
+    mode = info.get("mode", result.config.get("mode", "identity"))
     lines = [
-        "The MLP nonlinearity of the chosen layer is replaced by its linear version and α and "
-        "CCGP are measured again; the theory predicts that a nonlinearity attenuates "
-        "abstraction, so linearising should raise α."
+        f"The MLP nonlinearity of layer(s) {info.get('layers', '?')} is replaced by its linear "
+        f"version ({mode}) and α and CCGP are measured again; the theory predicts that a "
+        "nonlinearity attenuates abstraction, so linearising should raise α."
     ]
     if "summary.alpha_base" in metrics:
+        low = metrics.get("summary.alpha_change_ci_low")
+        high = metrics.get("summary.alpha_change_ci_high")
         lines.append(
-            f"Mean α goes from {number(metrics['summary.alpha_base'])} to "
-            f"{number(metrics['summary.alpha_linearized'])}, up in "
+            f"At {layer_label(info.get('summary_site', 'the summary site'))}, mean α goes from "
+            f"{number(metrics['summary.alpha_base'])} to "
+            f"{number(metrics['summary.alpha_linearized'])} (change "
+            f"{number(metrics.get('summary.alpha_change', math.nan))}, {_interval(low, high)} "
+            f"from a paired bootstrap over tasks and contexts: "
+            f"{_direction(low, high, 'the change')}), up in "
             f"{number(metrics.get('summary.tasks_alpha_up', math.nan))} of "
-            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets; CCGP goes from "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets, while "
+            f"{_fidelity_phrase(metrics)}. CCGP goes from "
             f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
-            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}."
-        )
-    fidelity = {k: v for k, v in metrics.items() if k.startswith("fidelity.")}
-    if fidelity:
-        lines.append(
-            "What it costs: "
-            + "; ".join(
-                f"{k.split('.', 1)[1].replace('_', ' ')} {number(v)}" for k, v in fidelity.items()
-            )
-            + " (between the original and the linearised model's outputs)."
+            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}, up or equal in "
+            f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is computed "
+            "for the CCGP change: read its direction from the per-task counts only)."
         )
     return lines
 

@@ -13,54 +13,18 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.analyses.catalog import analysis_class
+from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
-from geomlens.registry import analysis_class
+from geomlens.report.outcome import Outcome, Report
 from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
-from geomlens.results import Result
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
 REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE
 REPORT_MAX_LENGTH = DEFAULT_MAX_LENGTH
-
-
-@dataclass
-class Outcome:
-    """One analysis in the report: its result, or the error that stopped it."""
-
-    name: str
-    result: Result | None = None
-    error: str | None = None
-    pass_index: int | None = None
-    rows: int = 0
-    full_rows: int = 0
-    seconds: float = 0.0
-
-
-@dataclass
-class Report:
-    """What ``build_report`` ran and wrote."""
-
-    folder: Path
-    outcomes: list[Outcome]
-    provenance: dict[str, Any]
-    files: list[Path] = field(default_factory=list)
-
-    @property
-    def results(self) -> dict[str, Result]:
-        return {o.name: o.result for o in self.outcomes if o.result is not None}
-
-    @property
-    def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.error is not None]
-
-    @property
-    def index(self) -> Path:
-        return self.folder / "index.html"
 
 
 def default_folder(quick: bool) -> Path:
@@ -93,7 +57,7 @@ def _error_text(error: BaseException) -> str:
 def _run_pass(
     report_pass: ReportPass, adapter: Any, index: int, run_options: dict[str, Any]
 ) -> list[Outcome]:
-    import geomlens as gl
+    from geomlens.engine import run
 
     def outcome(name: str, **kwargs: Any) -> Outcome:
         return Outcome(
@@ -105,7 +69,7 @@ def _run_pass(
         )
 
     try:
-        results = gl.run(report_pass.analyses, adapter, report_pass.dataset, **run_options)
+        results = run(report_pass.analyses, adapter, report_pass.dataset, **run_options)
     except Exception:  # fall back to one run per analysis, to tell which one failed
         if len(report_pass.analyses) == 1:
             raise
@@ -121,7 +85,7 @@ def _run_pass(
         started = time.perf_counter()
         fresh = type(analysis)(analysis.config)
         try:
-            result = gl.run(fresh, adapter, report_pass.dataset, **run_options)
+            result = run(fresh, adapter, report_pass.dataset, **run_options)
         except Exception as error:  # recorded in the report; the other analyses go on
             outcomes.append(outcome(analysis.name, error=_error_text(error)))
         else:
@@ -208,8 +172,8 @@ def build_report(
     it, ``out/results.json`` (every result and the report's provenance) and one
     ``out/<analysis>.json`` per analysis. ``quick`` runs a small part of each data set.
     """
-    import geomlens as gl
     from geomlens.engine import library_versions
+    from geomlens.hooks.attach import attach, load
     from geomlens.report.page import write_report
 
     names = list(analyses) if analyses else builtin_analyses()
@@ -219,9 +183,9 @@ def build_report(
     started = time.perf_counter()
     with showing_progress(progress), phase("loading the model"):
         if model is None or isinstance(model, (str, Path)):
-            adapter = gl.load(model, backend=backend, device=device)
+            adapter = load(model, backend=backend, device=device)
         else:
-            adapter = gl.attach(model)
+            adapter = attach(model)
     load_seconds = time.perf_counter() - started
     outcomes, passes = run_analyses(
         adapter,

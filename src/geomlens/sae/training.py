@@ -24,10 +24,11 @@ from sae_lens.saes.sae import SAEMetadata
 from sae_lens.saes.standard_sae import StandardTrainingSAE, StandardTrainingSAEConfig
 from sae_lens.training.sae_trainer import SAETrainer
 
-from geomlens.analyses.base import Analysis, AnalysisConfig, Batch
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
-from geomlens.results import Result, atomic_write_text
+from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
+from geomlens.hooks.finite_check import NonFiniteWatch
+from geomlens.results import atomic_write_text
 from geomlens.sae.cache import cache_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
 
@@ -44,31 +45,6 @@ class TrainedSAE:
     reused: bool
 
 
-class _TokenCollector(Analysis):
-    """Collects every real token's activation at one site (the engine's streaming unit)."""
-
-    name = "sae-training-collector"
-    Config = AnalysisConfig
-
-    def __init__(self, site: str) -> None:
-        super().__init__()
-        self.site = site
-        self.chunks: list[torch.Tensor] = []
-
-    def sites(self, adapter: Adapter) -> list[str]:
-        return [self.site]
-
-    def update(self, batch: Batch) -> None:
-        self.chunks.append(batch.tokens(self.site).detach().to("cpu", torch.float32).clone())
-
-    def merge(self, other: Analysis) -> None:
-        assert isinstance(other, _TokenCollector)
-        self.chunks.extend(other.chunks)
-
-    def finalize(self) -> Result:
-        raise NotImplementedError("The collector feeds training; it has no result.")
-
-
 def activation_batches(
     adapter: Adapter,
     site: str,
@@ -82,14 +58,13 @@ def activation_batches(
 ) -> Iterator[torch.Tensor]:
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
-    Each chunk of ``rows_per_chunk`` texts is run through ``geomlens.engine.stream`` (one
-    forward pass per batch, nothing else kept), its real tokens are shuffled, and batches are
-    cut from them, ``passes`` times over (reshuffled); tokens left over carry into the next
-    chunk. Row order is reshuffled every
-    cycle through the data.
+    Each chunk of ``rows_per_chunk`` texts goes through the batch loop
+    (:func:`geomlens.hooks.batches.captured_batches`: one forward pass per batch, nothing else
+    kept), its real tokens are shuffled, and batches are cut from them, ``passes`` times over
+    (reshuffled); tokens left over carry into the next chunk. Row order is reshuffled every
+    cycle through the data. A NaN or Inf in the activations stops training, naming the rows.
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
-    from geomlens.engine import stream
 
     # Rows are revisited in a fresh order every cycle, so a streamed source is read in once.
     dataset = (
@@ -100,10 +75,8 @@ def activation_batches(
     while True:
         order = rng.permutation(len(dataset))
         for start in range(0, len(order), rows_per_chunk):
-            collector = _TokenCollector(site)
             rows = np.sort(order[start : start + rows_per_chunk])
-            stream([collector], adapter, dataset, rows=rows, max_length=max_length, progress=False)
-            captured = torch.cat(collector.chunks)
+            captured = torch.cat(list(_real_tokens(adapter, site, dataset, rows, max_length)))
             for _ in range(passes):
                 tokens = captured[torch.from_numpy(rng.permutation(len(captured)))]
                 if leftover is not None:
@@ -112,6 +85,24 @@ def activation_batches(
                 for begin in range(0, usable, batch_tokens):
                     yield tokens[begin : begin + batch_tokens]
                 leftover = tokens[usable:]
+
+
+def _real_tokens(
+    adapter: Adapter, site: str, dataset: Dataset, rows: np.ndarray, max_length: int | None
+) -> Iterator[torch.Tensor]:
+    """Every real (non-padding) token's activation at ``site`` over ``rows``, batch by batch,
+    on the CPU in float32."""
+    site = adapter.resolve_site(site)
+    watch = NonFiniteWatch()
+    batches = dataset_batches(dataset, DEFAULT_BATCH_SIZE, rows)
+    for number, batch in enumerate(
+        captured_batches(adapter, batches, [site], max_length=max_length)
+    ):
+        mask = batch.inputs.attention_mask
+        watch.update(number, batch.activations, mask, batch.inputs.index)
+        activation = batch.activations[site]
+        yield activation[mask.to(activation.device).bool()].detach().to("cpu", torch.float32)
+    watch.raise_if_any()
 
 
 def train_sae(

@@ -29,7 +29,7 @@ def plugin_names(name: str) -> dict[str, str]:
 
 def check_name(name: str) -> None:
     """Refuse names that would not make a valid package or that clash with an analysis."""
-    from geomlens.registry import list_analyses
+    from geomlens.analyses.catalog import list_analyses
 
     if not NAME_PATTERN.fullmatch(name):
         raise ValueError(
@@ -47,7 +47,7 @@ def new_plugin(name: str, directory: str | Path = ".") -> Path:
     """Write the plugin package ``geomlens-NAME`` under ``directory``; return its folder."""
     import jinja2
 
-    import geomlens
+    from geomlens.version import __version__
 
     check_name(name)
     names = plugin_names(name)
@@ -59,7 +59,7 @@ def new_plugin(name: str, directory: str | Path = ".") -> Path:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    context = {**names, "geomlens_version": geomlens.__version__}
+    context = {**names, "geomlens_version": __version__}
     for template in sorted(TEMPLATE_FOLDER.rglob("*.j2")):
         relative = template.relative_to(TEMPLATE_FOLDER).as_posix()
         target = root / relative.removesuffix(".j2").replace("__package__", names["package"])

@@ -1,26 +1,10 @@
-"""The ``geomlens new-plugin`` command (mounted on the main CLI by ``geomlens.cli``)."""
+"""Compatibility path: this module moved to :mod:`geomlens.cli.scaffold` (issue 16).
 
-from __future__ import annotations
+Importing the old path gives the new module itself, so old imports (and monkeypatching through
+them) keep working. Code inside geomlens imports the new path; see tests/test_layers.py.
+"""
 
-from pathlib import Path
-from typing import Annotated
+import importlib
+import sys
 
-import typer
-
-
-def new_plugin_command(
-    name: Annotated[str, typer.Argument(help="Analysis name, e.g. linear-cka.")],
-    directory: Annotated[
-        Path, typer.Option("--dir", help="Folder to create geomlens-NAME in.")
-    ] = Path("."),
-) -> None:
-    """Scaffold a plugin package: pyproject with the entry point, an analysis, its tests."""
-    from geomlens.scaffold import new_plugin
-
-    try:
-        root = new_plugin(name, directory)
-    except (ValueError, FileExistsError) as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from error
-    typer.echo(f"wrote {root}")
-    typer.echo(f'next: cd {root} && pip install -e ".[test]" && geomlens list && pytest')
+sys.modules[__name__] = importlib.import_module("geomlens.cli.scaffold")

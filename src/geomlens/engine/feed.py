@@ -14,7 +14,7 @@ import importlib.metadata
 import os
 import platform
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,25 +22,31 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.checkpoint import Checkpoint, Progress, RowDigest
+from geomlens.analyses.catalog import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
-from geomlens.distributed import (
+from geomlens.engine.checkpoint import Checkpoint, Progress, RowDigest
+from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.engine.distributed import (
     SINGLE_PROCESS,
     Shard,
     broadcast_from_main,
     current_shard,
     gather_to_main,
 )
-from geomlens.finite_check import NonFiniteWatch
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.batches import (
+    BatchRows,
+    batch_indices,
+    capture_batch,
+    check_run_limits,
+    encoded_batches,
+)
+from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
-from geomlens.position_limit import explain_index_error
 from geomlens.progress import bar as progress_bar
 from geomlens.progress import phase, showing_progress
-from geomlens.registry import analysis_class
 from geomlens.results import Result
 
 AnalysisSpec = str | Analysis | type[Analysis]
@@ -102,13 +108,6 @@ def build_analyses(
     return analyses
 
 
-def batch_indices(num_examples: int, batch_size: int) -> Iterable[np.ndarray]:
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    for start in range(0, num_examples, batch_size):
-        yield np.arange(start, min(start + batch_size, num_examples))
-
-
 def union_sites(analyses: Sequence[Analysis], adapter: Adapter) -> list[str]:
     """Every site any analysis needs, once each, in the model's forward order."""
     wanted = {adapter.resolve_site(s) for a in analyses for s in a.sites(adapter)}
@@ -124,7 +123,8 @@ class FeedSummary:
     rows: int = 0
     #: A device tensor until read (reading it waits for the device: done once, after the loop).
     tokens: int | torch.Tensor = 0
-    #: Seconds spent encoding and capturing the batches: shared by every analysis of the pass.
+    #: Seconds spent capturing the batches (the forward pass): shared by every analysis of the
+    #: pass.
     shared_seconds: float = 0.0
     #: Seconds spent in each analysis's ``update`` (its own share of the pass, including any
     #: extra forward pass it runs itself), by analysis name. Host time: on an asynchronous
@@ -184,14 +184,7 @@ def _feed(
     stalled by the loop itself.
     """
     sized = isinstance(data, Dataset)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    if max_length is not None and max_length < 1:
-        raise ValueError(
-            f"max_length must be at least 1 token, got {max_length}; pass None to keep every token."
-        )
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}.")
+    check_run_limits(batch_size=batch_size, padding_side=padding_side, max_length=max_length)
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
@@ -235,7 +228,10 @@ def _feed(
     update_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
     shown_at = time.monotonic()
     since_save, rows_done = 0, done.rows
-    with bar:
+    current: list[tuple[int, Dataset, np.ndarray]] = []  # the batch being encoded
+
+    def batches_to_run() -> Iterator[BatchRows]:
+        nonlocal verified
         for number, chunk, index, global_rows in _numbered_batches(data, rows, batch_size, shard):
             if number < done.next_batch:  # folded in before the checkpoint: read, check, skip
                 if checkpoint is not None:
@@ -245,16 +241,18 @@ def _feed(
             if not verified:
                 verify()
                 verified = True
+            current[:] = [(number, chunk, index)]
+            yield BatchRows(chunk, index, None if sized else global_rows)
+
+    with bar:
+        to_run = batches_to_run()
+        for inputs in encoded_batches(
+            adapter, to_run, padding_side=padding_side, max_length=max_length
+        ):
+            ((number, chunk, index),) = current
             batch_started = time.perf_counter()
-            inputs = adapter.encode(chunk, index, padding_side=padding_side, max_length=max_length)
-            if not sized:
-                inputs = dataclasses.replace(inputs, index=global_rows)
-            try:
-                captured = adapter.capture(inputs, sites)
-            except IndexError as error:  # an input longer than the model's position table
-                width = inputs.attention_mask.shape[-1]
-                raise explain_index_error(error, adapter, width) from error
-            batch = Batch(captured, inputs, chunk.column_batch(index))
+            captured = capture_batch(adapter, inputs, sites)
+            batch = Batch(captured.activations, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
             shared_seconds += time.perf_counter() - batch_started
             for analysis in analyses:
@@ -262,7 +260,7 @@ def _feed(
                 analysis.update(batch)
                 update_seconds[analysis.name] += time.perf_counter() - update_started
             tokens += inputs.attention_mask.sum()
-            del batch, inputs  # nothing of a finished batch outlives its iteration
+            del batch, inputs, captured  # nothing of a finished batch outlives its iteration
             rows_done += len(index)
             bar.update(len(index))
             if not bar.disable and time.monotonic() - shown_at > 1.0:

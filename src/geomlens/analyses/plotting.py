@@ -1,0 +1,43 @@
+"""Drawing a result: the figure belongs to the analysis that produced it, not to the data.
+
+A :class:`~geomlens.results.Result` is plain data and knows nothing of analyses; this module
+looks the analysis class up by the result's name and asks it for its figure. ``gl.plot(result)``
+and ``Result.plot`` both come here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from geomlens.results import Result, atomic_save_figure
+
+if TYPE_CHECKING:
+    from geomlens.analyses.base import Analysis
+
+
+def has_plot(analysis: type[Analysis]) -> bool:
+    """Whether ``analysis`` draws a figure (overrides :meth:`Analysis.plot`)."""
+    from geomlens.analyses.base import Analysis
+
+    return getattr(analysis.plot, "__func__", None) is not Analysis.plot.__func__
+
+
+def plot(result: Result, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
+    """The figure of ``result``, drawn by its analysis; saved atomically when ``path`` is given.
+
+    Raises ``NotImplementedError`` when the analysis has no figure, and the registry's
+    ``UnknownNameError`` when the analysis that wrote the result is not installed here.
+    """
+    from geomlens.analyses.catalog import analysis_class
+
+    analysis = analysis_class(result.analysis)
+    if not has_plot(analysis):
+        raise NotImplementedError(
+            f"Analysis {result.analysis!r} draws no figure; read its numbers with "
+            "result.metrics, result.tables or result.to_frame()."
+        )
+    figure = analysis.plot(result, **kwargs)
+    if path is not None:
+        atomic_save_figure(figure, path, dpi=kwargs.get("dpi", 120), bbox_inches="tight")
+    return figure

@@ -1,0 +1,99 @@
+"""sae-features' options, its condition names and default data sizes, and their checks."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from geomlens.analyses.base import AnalysisConfig, option
+
+CALIBRATION = "calibration"
+HELDOUT = "heldout"
+#: Loss names recorded in the result.
+SMOOTHED_BITS = "smoothed_bits_per_token"
+COSINE_FIDELITY = "final_hidden_cosine_distance"
+#: Default data sizes (rows) and truncation of ``default_data``.
+DEFAULT_CALIBRATION_ROWS = 128
+DEFAULT_HELDOUT_ROWS = 64
+DEFAULT_OOD_ROWS = 32
+DEFAULT_MAX_TOKENS = 64
+
+
+@dataclass
+class SAEFeaturesConfig(AnalysisConfig):
+    sae: Any = option(
+        None,
+        "An sae_lens.SAE, a folder saved by sae-lens, 'release/sae_id', a list of them, or "
+        "{site: sae}. None: a small SAE trained offline on the bundled corpus (cached).",
+    )
+    site: str | None = option(
+        None,
+        "Override the SAE's own site (its metadata hook_name); with sae=None the site to train "
+        "on (default: the middle block's hook_resid_post).",
+    )
+    threshold: float = option(0.0, "τ: a latent is active when its activation exceeds this.")
+    pool_top_k: int | None = option(
+        None, "Only each token's top-k active latents join the pool G (None: all active)."
+    )
+    score: str = option("mean", "OOD score of an input: 'mean' or 'max' of its per-token k.")
+    fidelity: bool = option(
+        True, "Splice the reconstruction and measure ε̂_loss (needs a model, not recordings)."
+    )
+    splice_pool: list[int] | None = option(
+        None, "Keep only these latents when splicing (e.g. the 'pool' table of an earlier run)."
+    )
+    splice_top_k: int | None = option(
+        None, "Keep each token's top-k latents when splicing (None: all)."
+    )
+    shuffle: str = option(
+        "fixed",
+        "Feature-shuffle ablation: 'fixed' (one permutation), 'per-batch' (fresh each batch, as "
+        "the authors' released code) or 'none'.",
+    )
+    bound_form: str = option(
+        "pool",
+        "Form reported as <site>.bound: 'pool' (the paper's pool form) or 'released' (the authors' code).",
+    )
+    delta: float = option(0.05, "Failure probability δ of the bound.")
+    smoothing: float = option(0.5, "Uniform mixing weight a of the smoothed loss.")
+    training: dict = option(
+        {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: an SAE object is recorded by its description, not its weights."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values["sae"] = describe_sae_spec(self.sae)
+        return values
+
+
+def describe_sae_spec(spec: Any) -> Any:
+    if spec is None or isinstance(spec, (str, int, float)):
+        return spec
+    if isinstance(spec, dict):
+        return {str(k): describe_sae_spec(v) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [describe_sae_spec(v) for v in spec]
+    cfg = getattr(spec, "cfg", None)
+    if cfg is not None:
+        return (
+            f"{type(spec).__name__}(d_in={cfg.d_in}, d_sae={cfg.d_sae}, "
+            f"hook_name={cfg.metadata.get('hook_name')!r})"
+        )
+    return str(spec)
+
+
+def check_latents(name: str, latents: list[int] | None, m: int) -> None:
+    if latents is not None and not all(0 <= j < m for j in latents):
+        bad = next(j for j in latents if not 0 <= j < m)
+        raise ValueError(
+            f"sae-features option {name} lists latent {bad}, but the SAE has latents 0..{m - 1}."
+        )
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(
+            f"sae-features option {name}={value!r} is not one of {', '.join(map(repr, choices))}."
+        )

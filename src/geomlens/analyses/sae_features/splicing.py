@@ -1,0 +1,71 @@
+"""Splicing an SAE's reconstruction into the model and the loss it costs: smoothed bits per token
+on a causal LM, 1 − cosine of the final hidden states on an encoder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from geomlens.hooks.base import Adapter
+
+
+def reconstruct(
+    sae: Any,
+    activation: torch.Tensor,
+    permutation: torch.Tensor | None = None,
+    *,
+    splice_pool: list[int] | None = None,
+    splice_top_k: int | None = None,
+) -> torch.Tensor:
+    """The SAE's reconstruction of ``activation`` (what is spliced in its place), keeping only
+    ``splice_pool`` latents or each token's top ``splice_top_k``, latents permuted if asked."""
+    latents = sae.encode(activation.to(sae.dtype))
+    if splice_pool is not None:
+        keep = torch.zeros(latents.shape[-1], dtype=torch.bool, device=latents.device)
+        keep[torch.as_tensor(splice_pool, dtype=torch.long)] = True
+        latents = latents * keep
+    if splice_top_k is not None:
+        top = latents.topk(min(splice_top_k, latents.shape[-1]), dim=-1)
+        latents = torch.zeros_like(latents).scatter_(-1, top.indices, top.values)
+    if permutation is not None:
+        latents = latents[..., permutation.to(latents.device)]
+    return sae.decode(latents).to(activation.dtype)
+
+
+def smoothed_bits_per_sequence(
+    logits: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor, a: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean smoothed bits ``-log2((1 - a) p + a / V)`` of each sequence's next tokens, and how
+    many tokens were predicted (positions t whose token t+1 is also real)."""
+    log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
+    vocab = logits.shape[-1]
+    targets = input_ids[:, 1:].to(log_probs.device)
+    p = log_probs[:, :-1].gather(-1, targets[..., None]).squeeze(-1).exp()
+    valid = (mask[:, :-1] & mask[:, 1:]).to(log_probs.device)
+    bits = -torch.log2((1.0 - a) * p + a / vocab)
+    counts = valid.sum(-1)
+    means = (bits * valid).sum(-1) / counts.clamp(min=1)
+    return means.cpu(), counts.cpu()
+
+
+def cosine_distance_per_sequence(
+    clean: torch.Tensor, edited: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """Mean over each sequence's real tokens of ``1 - cos(clean, edited)``."""
+    cosine = torch.nn.functional.cosine_similarity(
+        clean.to(torch.float64), edited.to(torch.float64), dim=-1
+    )
+    valid = mask.to(cosine.device)
+    return (((1.0 - cosine) * valid).sum(-1) / valid.sum(-1).clamp(min=1)).cpu()
+
+
+def is_causal_lm(adapter: Adapter) -> bool:
+    if adapter.backend == "transformer-lens":
+        return True  # HookedTransformer and bridged models with logits are causal LMs
+    config = getattr(adapter, "config", None)
+    if config is None:
+        return False
+    from geomlens.hooks.nnsight import _is_decoder
+
+    return _is_decoder(config)

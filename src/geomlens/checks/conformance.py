@@ -1,0 +1,359 @@
+"""Conformance checks a user can run on their own model (``geomlens check MODEL``).
+
+For every canonical site the model offers, :func:`check_adapter` reports whether it resolves,
+its shape (``[batch, tokens, width]``, the width checked against the config's d_model / d_mlp /
+vocabulary), whether a padded batch (left and right) gives the same activations at real tokens
+as one-by-one runs, whether the residual-stream sites equal the model's own
+``output_hidden_states`` (block ``L``'s input is hidden state ``L``), and whether the sub-layer
+sites add up (``resid_pre + attn_out = resid_mid``, ``resid_mid + mlp_out = resid_post`` for a
+sequential block; ``resid_pre + attn_out + mlp_out = resid_post`` for a parallel one). Each
+failing site is named with its error. See docs/architectures.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from geomlens.data.dataset import Dataset
+from geomlens.hooks.base import EMBED_SITE, LOGITS_SITE, Adapter, canonical_sites, layer_of
+from geomlens.hooks.inputs import ModelInputs
+
+DEFAULT_PROMPTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "It happened in the year 1630.",
+    "Geometry of representations.",
+)
+#: Token ids used when the model has no tokenizer (small ids exist in every vocabulary).
+DEFAULT_TOKEN_IDS = ([1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12])
+
+#: Config fields naming the residual width, the MLP hidden width and the embedding width, in the
+#: spellings of the Hugging Face families (first one set wins).
+D_MODEL_FIELDS = ("hidden_size", "n_embd", "d_model", "dim")
+D_MLP_FIELDS = ("intermediate_size", "ffn_dim", "d_ff", "hidden_dim", "ffn_hidden_size", "n_inner")
+EMBED_FIELDS = ("embedding_size",)
+
+
+@dataclass
+class Check:
+    """One check: its name, the site it concerns (None for a whole-model check), the verdict and
+    a sentence saying what was measured."""
+
+    name: str
+    passed: bool
+    detail: str
+    site: str | None = None
+
+
+def _first_field(config: Any, names: Sequence[str]) -> int | None:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def expected_widths(adapter: Adapter) -> dict[str, int]:
+    """The width each kind of site must have, from the model's config (kinds left out are not
+    checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
+    model = getattr(adapter, "model", None)
+    cfg = getattr(model, "cfg", None)  # TransformerLens
+    if cfg is not None and getattr(cfg, "d_model", None):
+        widths = {"d_model": cfg.d_model, "embed": cfg.d_model, "vocab": cfg.d_vocab_out}
+        if getattr(cfg, "d_mlp", None):
+            widths["d_mlp"] = cfg.d_mlp
+        return widths
+    config = getattr(adapter, "config", None)
+    d_model = _first_field(config, D_MODEL_FIELDS)
+    if d_model is None:
+        return {}
+    widths = {"d_model": d_model, "embed": _first_field(config, EMBED_FIELDS) or d_model}
+    d_mlp = _first_field(config, D_MLP_FIELDS)
+    if d_mlp is None and getattr(config, "expansion_ratio", None):  # MPT
+        d_mlp = int(config.expansion_ratio * d_model)
+    if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):
+        d_mlp = 4 * d_model  # GPT-2-style configs leave n_inner unset for 4 * d_model
+    if d_mlp is not None:
+        widths["d_mlp"] = d_mlp
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and getattr(head, "weight", None) is not None:
+        widths["vocab"] = int(head.weight.shape[0])
+    return widths
+
+
+def _width_kind(site: str) -> str:
+    if site == EMBED_SITE:
+        return "embed"
+    if site == LOGITS_SITE:
+        return "vocab"
+    return "d_mlp" if ".mlp.hook_" in site else "d_model"
+
+
+def _dataset(adapter: Adapter, prompts: Sequence[str]) -> Dataset:
+    if adapter.tokenizer is not None:
+        return Dataset(texts=list(prompts))
+    return Dataset(token_ids=[list(row) for row in DEFAULT_TOKEN_IDS])
+
+
+def _padding_errors(
+    adapter: Adapter, dataset: Dataset, sites: list[str], side: str
+) -> dict[str, float]:
+    """Per site, |batched − one-by-one| / max|one-by-one| at real tokens (relative: float32 sums
+    of large activations reorder differently with padding)."""
+    index = np.arange(len(dataset))
+    batched_inputs = adapter.encode(dataset, index, padding_side=side)
+    batched = adapter.capture(batched_inputs, sites)
+    worst = dict.fromkeys(sites, 0.0)
+    for row in index:
+        single = adapter.capture(adapter.encode(dataset, np.array([row])), sites)
+        mask = batched_inputs.attention_mask[row].bool()
+        for site in sites:
+            together = batched[site][row][mask.to(batched[site].device)].float()
+            alone = single[site][0].float()
+            scale = alone.abs().max().clamp(min=1.0)
+            worst[site] = max(worst[site], ((together - alone).abs().max() / scale).item())
+    return worst
+
+
+def reference_model(adapter: Adapter) -> torch.nn.Module | None:
+    """The Hugging Face module whose own forward referees the adapter, where there is one."""
+    model = getattr(adapter, "model", None)
+    if adapter.backend == "nnsight":
+        return model
+    untouched = getattr(adapter, "reference_module", None)  # the module a bridge copied
+    if isinstance(untouched, torch.nn.Module):
+        return untouched
+    original = getattr(model, "original_model", None)  # a TransformerBridge
+    return original if isinstance(original, torch.nn.Module) else None
+
+
+def _own_hidden_states(
+    model: torch.nn.Module, inputs: ModelInputs, row: int
+) -> tuple[torch.Tensor, ...] | None:
+    """The model's own hidden states for one example run alone (unpadded), or None."""
+    ids = inputs.input_ids[row][inputs.attention_mask[row].bool()].unsqueeze(0)
+    try:
+        with torch.no_grad():
+            out = model(input_ids=ids, output_hidden_states=True)
+    except (TypeError, ValueError, RuntimeError, AttributeError):
+        return None
+    hidden = getattr(out, "hidden_states", None)
+    if hidden is None:
+        hidden = getattr(out, "encoder_hidden_states", None)
+    return tuple(hidden) if hidden else None
+
+
+def hidden_state_errors(
+    adapter: Adapter,
+    inputs: ModelInputs,
+    activations: dict[str, torch.Tensor],
+    reference: torch.nn.Module | None = None,
+) -> dict[str, float] | str:
+    """Per residual site, max |site − the model's own hidden state| at real tokens: block ``L``'s
+    ``resid_pre`` against hidden state ``L`` and ``resid_post`` against ``L + 1`` (the last
+    block's output is left out: most models normalise it before reporting it). A string says why
+    there is no reference. ``reference``: the module to compare with (default: the adapter's own
+    Hugging Face module, see :func:`reference_model`)."""
+    model = reference if reference is not None else reference_model(adapter)
+    if model is None:
+        return "no Hugging Face module to compare with (TransformerLens's own model)"
+    n_layers = adapter.n_layers
+    targets = {f"blocks.{layer}.hook_resid_pre": layer for layer in range(n_layers)}
+    targets.update({f"blocks.{layer}.hook_resid_post": layer + 1 for layer in range(n_layers - 1)})
+    targets = {site: index for site, index in targets.items() if site in activations}
+    errors = dict.fromkeys(targets, 0.0)
+    for row in range(inputs.batch_size):
+        hidden = _own_hidden_states(model, inputs, row)
+        if hidden is None:
+            return "the model does not return output_hidden_states"
+        if len(hidden) != n_layers + 1:
+            return f"the model returns {len(hidden)} hidden states for {n_layers} blocks"
+        mask = inputs.attention_mask[row].bool()
+        for site, index in targets.items():
+            ours = activations[site][row][mask.to(activations[site].device)].float().cpu()
+            theirs = hidden[index][0].float().cpu()
+            if ours.shape != theirs.shape:
+                errors[site] = float("inf")
+                continue
+            errors[site] = max(errors[site], (ours - theirs).abs().max().item())
+    return errors
+
+
+def additivity_errors(
+    adapter: Adapter, inputs: ModelInputs, activations: dict[str, torch.Tensor]
+) -> dict[str, float]:
+    """Per checked site, max |sum of its parts − the site| at real tokens, keyed by the site the
+    sum should equal (resid_mid, resid_post). Post-LayerNorm blocks normalise the sums, so they
+    are not checked."""
+    layout = getattr(adapter, "residual_layout", lambda: None)()
+    if layout not in ("sequential", "parallel"):
+        return {}
+    mask = inputs.attention_mask.bool()
+    errors: dict[str, float] = {}
+
+    def gap(parts: list[str], total: str) -> None:
+        if all(p in activations for p in [*parts, total]):
+            summed = sum(activations[p][mask].float() for p in parts)
+            errors[total] = (summed - activations[total][mask].float()).abs().max().item()
+
+    for layer in range(adapter.n_layers):
+        site = f"blocks.{layer}."
+        if layout == "sequential":
+            gap([site + "hook_resid_pre", site + "hook_attn_out"], site + "hook_resid_mid")
+            gap([site + "hook_resid_mid", site + "hook_mlp_out"], site + "hook_resid_post")
+        else:
+            parts = [site + "hook_resid_pre", site + "hook_attn_out", site + "hook_mlp_out"]
+            gap(parts, site + "hook_resid_post")
+    return errors
+
+
+def _refusal_check(adapter: Adapter) -> Check:
+    """Every canonical site is offered or refused with a stated reason."""
+    offered = set(adapter.sites())
+    refused = adapter.refused_sites()
+    silent = [s for s in canonical_sites(adapter.n_layers) if s not in offered and s not in refused]
+    detail = (
+        f"{len(offered)} offered, {len(refused)} refused with a reason"
+        + (f" (e.g. {next(iter(refused))}: {next(iter(refused.values()))})" if refused else "")
+        if not silent
+        else f"not offered and no reason given: {', '.join(silent[:6])}"
+    )
+    return Check("coverage", not silent, detail)
+
+
+def check_adapter(
+    adapter: Adapter,
+    prompts: Sequence[str] = DEFAULT_PROMPTS,
+    rtol: float = 1e-5,
+    atol: float = 1e-4,
+) -> list[Check]:
+    """Run the conformance checks; one :class:`Check` per site, then whole-model checks.
+
+    ``rtol``: relative tolerance of the padding check; ``atol``: tolerance of the comparisons
+    with the model's own hidden states and of the sub-layer sums (float32 round-off of a
+    model's sums is far below it; a wrong position or a swapped site is far above).
+    """
+    if adapter.backend == "recorded":
+        raise ValueError(
+            "geomlens check compares a model's forward pass with itself and with Hugging Face; "
+            "recorded activations have none. Run it on a model name or folder instead."
+        )
+    sites = adapter.sites()
+    if not sites:
+        return [Check("sites", False, "the model offers no site at all")]
+    if all(site.startswith("module:") for site in sites):
+        raise ValueError(
+            f"{adapter.model_id!r} has no canonical sites, only module:PATH ones (a model with no "
+            "architecture table, e.g. a CNN); geomlens check compares a token model's canonical "
+            "sites with its Hugging Face hidden states. Read module sites with adapter.capture "
+            "(docs/vision.md)."
+        )
+    dataset = _dataset(adapter, prompts)
+    inputs = adapter.encode(dataset, np.arange(len(dataset)), padding_side="right")
+    activations = adapter.capture(inputs, sites)
+    padding = {side: _padding_errors(adapter, dataset, sites, side) for side in ("right", "left")}
+    hidden = hidden_state_errors(adapter, inputs, activations)
+    sums = additivity_errors(adapter, inputs, activations)
+    widths = expected_widths(adapter)
+    batch_shape = tuple(inputs.attention_mask.shape)
+
+    checks: list[Check] = []
+    for site in sites:
+        problems, facts = [], []
+        act = activations.get(site)
+        if act is None:
+            checks.append(
+                Check(site, False, "does not resolve: the capture returned nothing", site)
+            )
+            continue
+        shape = tuple(act.shape)
+        facts.append(f"shape {list(shape)}")
+        if len(shape) != 3 or shape[:2] != batch_shape:
+            problems.append(
+                f"shape {list(shape)} is not [batch, tokens, width] {list(batch_shape)}"
+            )
+        kind = _width_kind(site)
+        if kind in widths and shape[-1] != widths[kind]:
+            problems.append(f"width {shape[-1]}, config says {kind} = {widths[kind]}")
+        pad = max(padding["right"][site], padding["left"][site])
+        facts.append(f"padding {pad:.0e}")
+        if pad > rtol:
+            problems.append(
+                f"padded batch differs from one-by-one by {pad:.1e} (relative; right "
+                f"{padding['right'][site]:.1e}, left {padding['left'][site]:.1e})"
+            )
+        if isinstance(hidden, dict) and site in hidden:
+            facts.append(f"own hidden state {hidden[site]:.0e}")
+            if hidden[site] > atol:
+                layer = layer_of(site) or 0
+                index = layer if site.endswith("resid_pre") else layer + 1
+                problems.append(
+                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g}"
+                )
+        if site in sums:
+            facts.append(f"sum of parts {sums[site]:.0e}")
+            if sums[site] > atol:
+                problems.append(f"is not the sum of its parts (off by {sums[site]:.2g})")
+        checks.append(Check(site, not problems, "; ".join(problems or facts), site))
+
+    failing = [c.site for c in checks if not c.passed]
+    for side in ("right", "left"):
+        worst_site = max(padding[side], key=padding[side].get)
+        error = padding[side][worst_site]
+        checks.append(
+            Check(
+                f"{side}-padding",
+                error <= rtol,
+                f"max |batched − one-by-one| / max|one-by-one| = {error:.1e} at {worst_site} "
+                f"(tolerance {rtol:.0e})",
+            )
+        )
+    if isinstance(hidden, str):
+        checks.append(Check("own hidden states", True, f"not compared: {hidden}"))
+    else:
+        bad = {s: e for s, e in hidden.items() if e > atol}
+        checks.append(
+            Check(
+                "own hidden states",
+                not bad,
+                f"{len(hidden)} residual sites equal output_hidden_states within {atol:.0e} "
+                f"(worst {max(hidden.values(), default=0.0):.1e})"
+                if not bad
+                else "differ: " + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+            )
+        )
+    checks.append(_refusal_check(adapter))
+    checks.append(
+        Check(
+            "sites",
+            not failing,
+            f"{len(sites)} sites checked" + (f"; failing: {', '.join(failing)}" if failing else ""),
+        )
+    )
+    hooks = adapter.hook_count()
+    checks.append(Check("no hooks left", hooks == 0, f"{hooks} hooks on the model"))
+    return checks
+
+
+def all_passed(checks: list[Check]) -> bool:
+    return all(c.passed for c in checks)
+
+
+def failures(checks: list[Check]) -> list[Check]:
+    """The checks that failed, per-site ones first."""
+    return [c for c in checks if not c.passed]
+
+
+__all__ = [
+    "Check",
+    "additivity_errors",
+    "all_passed",
+    "check_adapter",
+    "expected_widths",
+    "failures",
+    "hidden_state_errors",
+]

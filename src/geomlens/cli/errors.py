@@ -1,0 +1,50 @@
+"""The CLI's shared error helpers: one line ``error: …`` on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+
+def fail(message: str) -> typer.Exit:
+    """Print one line ``error: …`` on stderr; the caller raises the returned exit (code 2)."""
+    # One line: a multi-line message (a model-loading error with advice) is joined up.
+    typer.secho(f"error: {' '.join(message.split())}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=2)
+
+
+def error_message(error: BaseException) -> str:
+    # str(KeyError("x")) is "'x'" with quotes; the message itself reads better.
+    if isinstance(error, KeyError) and type(error).__str__ is KeyError.__str__ and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
+#: What the run command turns into a one-line error (exit 2) rather than a traceback.
+USER_ERRORS = (ValueError, KeyError, TypeError, ImportError, OSError)
+
+
+def check_positive(flag: str, value: int | None, meaning: str) -> None:
+    if value is not None and value < 1:
+        raise fail(f"{flag} must be at least 1 ({meaning}); got {value}.")
+
+
+def check_writable_file(flag: str, path: Path, suffixes: tuple[str, ...]) -> None:
+    """Refuse, before any work, an output path that is a folder, has the wrong suffix, or lies
+    in a folder we cannot write."""
+    if path.is_dir():
+        raise fail(
+            f"{flag} {path} is a directory; give a file path such as {path / ('result' + suffixes[0])}."
+        )
+    if path.suffix.lower() not in suffixes:
+        raise fail(
+            f"{flag} {path} must end in {', '.join(suffixes)} (the format written follows it); "
+            f"e.g. {path.with_suffix(suffixes[0])}."
+        )
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise fail(f"{flag} {path}: cannot write in {folder}; choose a writable location.")

@@ -1,0 +1,92 @@
+"""The ``geomlens report`` command (mounted on the main CLI by ``geomlens.cli``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from geomlens.cli.options import (
+    BackendOption,
+    BatchSizeOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    SeedOption,
+)
+from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+
+
+def print_summary(report) -> None:
+    """The summary table: one line per analysis, then where the page is."""
+    from geomlens.report.readings import headline
+
+    width = max((len(o.name) for o in report.outcomes), default=8)
+    typer.echo(f"{'analysis':<{width}}  status  rows  seconds  result")
+    for outcome in report.outcomes:
+        status = "ok" if outcome.error is None else "FAILED"
+        text = headline(outcome.result) if outcome.result is not None else outcome.error
+        typer.echo(
+            f"{outcome.name:<{width}}  {status:<6}  {outcome.rows:>4}  {outcome.seconds:>7.1f}  "
+            f"{text}"
+        )
+
+
+def report_command(
+    model: ModelOption = "all-MiniLM-L6-v2",
+    backend: BackendOption = "nnsight",
+    device: DeviceOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for index.html, figures and JSON (default: report, or report-quick "
+            "with --quick, so a quick look never replaces a full report).",
+        ),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="A small part of each data set: a first look.")
+    ] = False,
+    analysis: Annotated[
+        list[str] | None,
+        typer.Option("--analysis", "-a", help="Run only these analyses (repeatable; plugins too)."),
+    ] = None,
+    batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
+    max_length: MaxLengthOption = DEFAULT_MAX_LENGTH,
+    seed: SeedOption = 0,
+) -> None:
+    """Run every built-in analysis on the model and write a web page of the results."""
+    from geomlens.report.runner import build_report, default_folder, existing_report
+
+    out = out if out is not None else default_folder(quick)
+    replaced = existing_report(out)
+    if replaced:
+        typer.echo(f"overwriting {replaced} in {out}")
+
+    started = time.perf_counter()
+    try:
+        report = build_report(
+            model,
+            backend=backend,
+            device=device,
+            out=out,
+            quick=quick,
+            analyses=analysis,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+        )
+    except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from error
+    print_summary(report)
+    typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
+    if report.failed:
+        names = ", ".join(o.name for o in report.failed)
+        typer.secho(
+            f"{len(report.failed)} analysis(es) failed: {names}", fg=typer.colors.RED, err=True
+        )
+        raise typer.Exit(code=1)

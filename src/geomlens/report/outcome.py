@@ -1,0 +1,44 @@
+"""What a report holds: one :class:`Outcome` per analysis, and the :class:`Report` written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from geomlens.results import Result
+
+
+@dataclass
+class Outcome:
+    """One analysis in the report: its result, or the error that stopped it."""
+
+    name: str
+    result: Result | None = None
+    error: str | None = None
+    pass_index: int | None = None
+    rows: int = 0
+    full_rows: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    """What ``build_report`` ran and wrote."""
+
+    folder: Path
+    outcomes: list[Outcome]
+    provenance: dict[str, Any]
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def results(self) -> dict[str, Result]:
+        return {o.name: o.result for o in self.outcomes if o.result is not None}
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.error is not None]
+
+    @property
+    def index(self) -> Path:
+        return self.folder / "index.html"
