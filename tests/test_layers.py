@@ -44,6 +44,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "geomlens.results",
         "geomlens.stats",
         "geomlens.version",
+        # How numbers, units and names are written; progress lines (used by every floor).
+        "geomlens.formatting",
+        "geomlens.progress",
     ),
 )
 

@@ -23,7 +23,7 @@ from geomlens.report.figures import (
     ssd_bound_with_model,
 )
 from geomlens.report.plan import builtin_analyses, quick_subset
-from geomlens.report.readings import read
+from geomlens.report.readings import HEADLINES, read
 from geomlens.theory import resolution
 
 
@@ -68,6 +68,42 @@ def test_page_opens_in_chromium_with_every_figure(quick_report, tmp_path):
     assert drawn and shown == drawn, "every figure written is on the page, and nothing else"
     assert all(image["complete"] and image["width"] > 100 for image in seen.images), seen.images
     assert screenshot.stat().st_size > 10_000
+
+
+EXPONENT = re.compile(r"\d[eE][+-]?\d")
+
+
+def _shown_value(text: str) -> float:
+    return float(text.split()[0].replace(",", "").replace("−", "-"))
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_path):
+    seen = visit(quick_report.index, tmp_path / "report.png")
+    assert not EXPONENT.search(seen.text), EXPONENT.search(seen.text).group(0)
+    everything = json.loads((quick_report.folder / "results.json").read_text())
+    cells = {(c["analysis"], c["site"], c["metric"]): c for c in seen.cells}
+    checked = 0
+    for name, saved in everything["results"].items():
+        for site in saved["provenance"]["analysis_sites"]:
+            for metric in HEADLINES.get(name, ()):
+                value = saved["metrics"].get(f"{site}.{metric}")
+                if value is None or not math.isfinite(value):
+                    continue
+                cell = cells[(name, site, metric)]  # every layer's headline metric is shown
+                scale = max(abs(value) * 5.01e-3, 0.5 if abs(value) >= 100 else 0.0)
+                assert abs(_shown_value(cell["text"]) - value) <= scale, (name, site, cell)
+                checked += 1
+    assert checked >= 6 * 10, "six layers of MiniLM, every analysis"
+    headers = {(c["analysis"], c["metric"]): c["header"] for c in seen.cells}
+    assert headers[("resolution", "epsilon")].endswith("(years)")
+    assert headers[("sae-features", "pool_size")].endswith("(latents)")
+    assert re.search(r"resolution\s+ok\s+resolution scale ε [\d,.]+ years", seen.text)
+    for image in seen.links:  # a figure opens at full size on click
+        assert image["href"] == image["src"], image
+    wide = visit(quick_report.index, tmp_path / "wide.png", width=1600)
+    for image in wide.images:  # shown at (nearly) its own size, not shrunk to the text column
+        assert image["shown"] >= 0.9 * min(image["width"], 0.96 * 1600), image
 
 
 def test_browser_check_catches_a_broken_page(tmp_path):

@@ -15,7 +15,7 @@ from geomlens.cli import app
 
 def _env(target) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))
-    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
 
 
 @pytest.fixture(scope="module")

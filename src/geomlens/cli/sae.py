@@ -13,7 +13,10 @@ from geomlens.sae.config import TrainingConfig, default_corpus_name
 
 DEFAULTS = TrainingConfig()
 
-app = typer.Typer(help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.")
+app = typer.Typer(
+    help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.",
+    rich_markup_mode="markdown",  # hard-wrapped docstrings join into paragraphs
+)
 
 
 @app.command("train")

@@ -11,14 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.catalog import analysis_class
+from geomlens.formatting import (
+    duration,
+    layer_label,
+    metric_label,
+    metric_name,
+    metric_unit,
+    metric_value,
+    number,
+)
 from geomlens.report import figures, readings
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
     from geomlens.report.outcome import Report
-
-#: Metrics listed under each figure (the rest are in the analysis's JSON file).
-METRICS_SHOWN = 12
 
 
 def _environment():
@@ -43,10 +49,13 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
         "figure": None,
         "figure_error": None,
         "reading": [],
+        "headline": "",
+        "table": None,
         "metrics": [],
-        "more_metrics": 0,
         "json": None,
         "summary": "",
+        "cost": duration(outcome.seconds),
+        "cost_detail": "",
     }
     if outcome.result is None:
         return section
@@ -62,9 +71,13 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
         section["figure_error"] = f"{type(error).__name__}: {error}"
     section["reading"] = readings.read(result, cls)
     section["summary"] = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-    shown = list(result.metrics.items())
-    section["metrics"] = [(k, readings.number(v, 4)) for k, v in shown[:METRICS_SHOWN]]
-    section["more_metrics"] = max(0, len(shown) - METRICS_SHOWN)
+    section["headline"] = readings.headline(result)
+    section["table"] = headline_table(result)
+    section["metrics"] = [
+        (metric_label(key, readings.result_sites(result)), metric_value(result, key, 4))
+        for key in result.metrics
+    ]
+    section["cost_detail"] = cost_detail(result.provenance or {})
     return section
 
 
@@ -92,6 +105,54 @@ def _remove_previous_run(folder: Path, before: dict[str, int]) -> list[str]:
     return written
 
 
+def headline_table(result: Any) -> dict[str, Any] | None:
+    """The analysis's headline metrics for every site: one row per site, one column per metric
+    (its unit in the header), and the metrics of no site (``summary.*``) apart."""
+    sites = readings.result_sites(result)
+    names = readings.headline_metrics(result)
+    if not sites or not names:
+        return None
+    columns = []
+    for name in names:
+        unit = metric_unit(f"{sites[0]}.{name}", result, sites)
+        label = metric_name(name)
+        columns.append({"name": name, "label": f"{label} ({unit})" if unit else label})
+    rows = []
+    for site in sites:
+        cells = [
+            {"name": name, "text": number(result.metrics[f"{site}.{name}"], 3)}
+            if f"{site}.{name}" in result.metrics
+            else {"name": name, "text": ""}
+            for name in names
+        ]
+        rows.append({"site": site, "label": layer_label(site), "cells": cells})
+    prefixes = tuple(site + "." for site in sites)
+    other = [
+        (metric_label(key, sites), metric_value(result, key))
+        for key in result.metrics
+        if not key.startswith(prefixes)
+    ]
+    return {"columns": columns, "rows": rows, "other": other}
+
+
+def cost_detail(provenance: dict[str, Any]) -> str:
+    """What an analysis's cost is made of, in words (see geomlens.engine.analysis_cost)."""
+    if "cost_seconds" not in provenance:
+        return ""
+    fused = len(provenance.get("fused_with") or [None])
+    shared = (
+        f"an equal share of the {duration(provenance['shared_pass_seconds'])} pass shared by "
+        f"{fused} analyses"
+        if fused > 1
+        else f"the pass, {duration(provenance['shared_pass_seconds'])}"
+    )
+    return (
+        f"{duration(provenance['cost_seconds'])}: {shared}, plus its own work in the pass "
+        f"({duration(provenance['update_seconds'])}, any second forward pass included) and after "
+        f"it ({duration(provenance['finalize_seconds'])}: fits, bootstraps, shuffles, probes)"
+    )
+
+
 def write_report(report: Report) -> None:
     """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. Files
     an earlier report left in the folder that this one does not rewrite are removed."""
@@ -116,7 +177,7 @@ def write_report(report: Report) -> None:
             provenance=json.dumps(report.provenance, indent=2, default=str),
             quick=report.provenance["quick"],
             passes=report.provenance["passes"],
-            run_seconds=report.provenance["run_seconds"],
+            run_seconds=duration(report.provenance["run_seconds"]),
             started=report.provenance["started_utc"],
         )
     )
