@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from geomlens.plain_state import state_class
+
 
 @dataclass
 class StimulusRepresentations:
@@ -31,6 +33,7 @@ class StimulusRepresentations:
     stimulus_of_row: np.ndarray | None = None  # [N] which stimulus each row is
 
 
+@state_class
 @dataclass
 class PooledRows:
     """Pooled vectors per site and a coordinate per row, kept by dataset row index."""
