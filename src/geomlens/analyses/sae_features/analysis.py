@@ -33,7 +33,8 @@ from geomlens.analyses.sae_features.splicing import (
     smoothed_bits_per_sequence,
 )
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site
-from geomlens.hooks.base import Adapter
+from geomlens.hooks.base import Adapter, layer_of
+from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
 
@@ -106,7 +107,11 @@ class SAEFeatures(Analysis):
     def sites(self, adapter: Adapter) -> list[str]:
         sites = self._sae_sites(adapter)
         output = self._output_site(adapter)
-        return sites + ([output] if output and output not in sites else [])
+        if output is None:
+            return sites
+        # The spliced passes start at the SAE's block from its cached input (resume_site_for).
+        resumes = [resume_site_for(adapter, layer_of(site)) for site in sites]
+        return list(dict.fromkeys([*sites, output, *filter(None, resumes)]))
 
     def _output_site(self, adapter: Adapter) -> str | None:
         """Where the splice's effect is read: logits on a causal LM, else the last residual."""
@@ -208,6 +213,17 @@ class SAEFeatures(Analysis):
         m = len(self._permutations[site])
         return torch.randperm(m, generator=torch.Generator().manual_seed(seed))
 
+    def _spliced_pass(self, site: str, batch: Batch) -> torch.Tensor:
+        """The output under the splice at ``site``, computed from the SAE's block on (the
+        blocks before it are unchanged; their output is in the batch)."""
+        adapter = self.context.adapter
+        output = self.output_site
+        assert output is not None
+        layer = layer_of(site) or 0
+        resume = resume_site_for(adapter, layer)
+        cached = batch.activations.get(resume) if resume is not None else None
+        return capture_from_layer(adapter, batch.inputs, [output], layer, cached)[output]
+
     def _losses(
         self,
         site: str,
@@ -223,12 +239,12 @@ class SAEFeatures(Analysis):
         clean = batch.activations[output]
         with torch.no_grad():
             with adapter.intervene(site, lambda act: self._reconstruct(sae, act)):
-                spliced = adapter.capture(batch.inputs, [output])[output]
+                spliced = self._spliced_pass(site, batch)
             permutation = self._permutation(site, batch)
             shuffled = None
             if permutation is not None:
                 with adapter.intervene(site, lambda act: self._reconstruct(sae, act, permutation)):
-                    shuffled = adapter.capture(batch.inputs, [output])[output]
+                    shuffled = self._spliced_pass(site, batch)
         if self.loss_kind == SMOOTHED_BITS:
             state.vocab_size = int(clean.shape[-1])
             ids = batch.inputs.input_ids
