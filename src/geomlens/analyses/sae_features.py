@@ -24,6 +24,7 @@ import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, RunContext, option
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.content_tokens import SINK_NORM_RATIO, TokenSelection, select_tokens
 from geomlens.registry import register_analysis
 from geomlens.results import Result
 from geomlens.theory import ssd as ssd_theory
@@ -34,6 +35,8 @@ HELDOUT = "heldout"
 SMOOTHED_BITS = "smoothed_bits_per_token"
 COSINE_FIDELITY = "final_hidden_cosine_distance"
 NEVER = np.iinfo(np.int64).max
+#: A pool within this fraction of the dictionary size is saturated (SSD ≈ m says nothing).
+POOL_SATURATION = 0.05
 #: Default data sizes (rows) and truncation of ``default_data``.
 DEFAULT_CALIBRATION_ROWS = 128
 DEFAULT_HELDOUT_ROWS = 64
@@ -78,6 +81,25 @@ class SAEFeaturesConfig(AnalysisConfig):
     )
     delta: float = option(0.05, "Failure probability δ of the bound.")
     smoothing: float = option(0.5, "Uniform mixing weight a of the smoothed loss.")
+    sink_norm_ratio: float | None = option(
+        SINK_NORM_RATIO,
+        "A position whose activation norm exceeds this many times its row's reference norm is "
+        "an attention sink: counted in k_all, left out of k_content and of the splice (None: "
+        "flag no sink).",
+    )
+    splice_excluded: bool = option(
+        False,
+        "Also splice the reconstruction at special tokens and sinks (the paper's code splices "
+        "every position; sae-lens's evaluations keep the model's activation there).",
+    )
+    norm_scaling_factor: float | None = option(
+        None,
+        "For an SAE trained with normalize_activations='expected_average_only_in' whose scale "
+        "was not folded in: sae-lens's factor (activations are multiplied by it before "
+        "encoding). None: the SAE's own record; such an SAE without one is refused.",
+    )
+    bootstrap: int = option(1000, "Bootstrap resamples of each AUROC's interval (0: none).")
+    confidence: float = option(0.95, "Coverage of the AUROC intervals.", low=0, high=1)
     training: dict = option(
         {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
     )
@@ -107,13 +129,32 @@ def _describe_sae_spec(spec: Any) -> Any:
 
 @dataclass
 class ConditionStats:
-    """Mergeable statistics of one condition at one site."""
+    """Mergeable statistics of one condition at one site.
+
+    ``mean_k`` ... ``histogram`` count every real token (the paper's way, special tokens and
+    sinks included); the ``*_content`` fields count only content tokens (sae-lens's way). An
+    input whose every token is excluded gets NaN content counts.
+    """
 
     mean_k: list[float] = field(default_factory=list)
     max_k: list[int] = field(default_factory=list)
     tokens: int = 0
     k_sum: float = 0.0
     histogram: np.ndarray | None = None
+    mean_k_content: list[float] = field(default_factory=list)
+    max_k_content: list[float] = field(default_factory=list)
+    tokens_content: int = 0
+    k_sum_content: float = 0.0
+    histogram_content: np.ndarray | None = None
+    #: Real tokens per input; special tokens and sinks among them.
+    lengths: list[int] = field(default_factory=list)
+    special_tokens: int = 0
+    sink_tokens: int = 0
+    sinks_at_first_position: int = 0
+    #: On content tokens: Σ‖x − x̂‖², Σ‖x‖² and Σx, for the explained variance.
+    residual_sq: float = 0.0
+    input_sq: float = 0.0
+    input_sum: np.ndarray | None = None
     #: Per input, the latents active anywhere in it (np.packbits of a [m] bool); not kept for
     #: calibration rows, whose union is the pool itself.
     latents: list[np.ndarray] = field(default_factory=list)
@@ -121,18 +162,28 @@ class ConditionStats:
     losses: list[tuple[float, float, float, int]] = field(default_factory=list)
 
     def merge(self, other: ConditionStats) -> None:
-        self.mean_k += other.mean_k
-        self.max_k += other.max_k
-        self.tokens += other.tokens
-        self.k_sum += other.k_sum
-        if other.histogram is not None:
-            self.histogram = (
-                other.histogram.copy()
-                if self.histogram is None
-                else self.histogram + other.histogram
-            )
+        for name in ("mean_k", "max_k", "mean_k_content", "max_k_content", "lengths"):
+            getattr(self, name).extend(getattr(other, name))
+        for name in (
+            "tokens", "k_sum", "tokens_content", "k_sum_content", "special_tokens",
+            "sink_tokens", "sinks_at_first_position", "residual_sq", "input_sq",
+        ):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("histogram", "histogram_content", "input_sum"):
+            theirs = getattr(other, name)
+            if theirs is not None:
+                mine = getattr(self, name)
+                setattr(self, name, theirs.copy() if mine is None else mine + theirs)
         self.latents += other.latents
         self.losses += other.losses
+
+    @property
+    def explained_variance(self) -> float:
+        """1 − Σ‖x − x̂‖² / Σ‖x − x̄‖² over content tokens (sae-lens's explained variance)."""
+        if self.tokens_content == 0 or self.input_sum is None:
+            return math.nan
+        total = self.input_sq - float(self.input_sum @ self.input_sum) / self.tokens_content
+        return 1.0 - self.residual_sq / total if total > 0 else math.nan
 
 
 @dataclass
@@ -145,10 +196,12 @@ class SiteState:
     calibration_tokens: int = 0
     conditions: dict[str, ConditionStats] = field(default_factory=dict)
     vocab_size: int | None = None
+    #: Latents active on at least one content token of any condition (the rest are dead).
+    fired: np.ndarray | None = None
 
     @classmethod
     def empty(cls, m: int) -> SiteState:
-        return cls(m=m, first_seen=np.full(m, NEVER, dtype=np.int64))
+        return cls(m=m, first_seen=np.full(m, NEVER, dtype=np.int64), fired=np.zeros(m, bool))
 
     def merge(self, other: SiteState) -> None:
         shifted = np.where(
@@ -159,6 +212,8 @@ class SiteState:
         for name, stats in other.conditions.items():
             self.conditions.setdefault(name, ConditionStats()).merge(stats)
         self.vocab_size = self.vocab_size or other.vocab_size
+        if other.fired is not None:
+            self.fired = other.fired.copy() if self.fired is None else self.fired | other.fired
 
     @property
     def pool(self) -> np.ndarray:
@@ -193,6 +248,10 @@ class SAEFeatures(Analysis):
         self.loss_kind: str | None = None
         self.output_site: str | None = None
         self.notes: dict[str, str] = {}
+        #: Per site, what the SAE itself records: its activation normalisation and the norms of
+        #: its decoder columns (the bound assumes a unit-norm dictionary).
+        self.provenance: dict[str, dict[str, Any]] = {}
+        self._special_ids: list[int] = []
         self._permutations: dict[str, torch.Tensor] = {}
 
     # -- data and sites ------------------------------------------------------------------------
@@ -261,9 +320,13 @@ class SAEFeatures(Analysis):
         elif self.saes is None:
             self._sae_sites(adapter)
         assert self.saes is not None
+        from geomlens.hooks.content_tokens import special_token_ids
+
+        self._special_ids = special_token_ids(adapter.tokenizer)
         checked = []
         for site, sae in self.saes:
             site = check_sae_fits(sae, adapter, site)  # before any forward pass
+            sae = self._with_own_normalisation(site, sae)
             _check_latents("splice_pool", self.config.splice_pool, int(sae.cfg.d_sae))
             sae.to(adapter.device)
             checked.append((site, sae))
@@ -284,6 +347,52 @@ class SAEFeatures(Analysis):
             )
         elif adapter.backend == "recorded":
             self.notes["loss"] = "recorded activations: no model to splice into, no ε̂_loss."
+
+    def _with_own_normalisation(self, site: str, sae: Any) -> Any:
+        """The SAE reading raw activations the way sae-lens normalised them for it.
+
+        sae-lens applies ``constant_norm_rescale`` and ``layer_norm`` inside ``encode`` /
+        ``decode`` itself, and folds the ``expected_average_only_in`` factor into the weights
+        at the end of training (``fold_activation_norm_scaling_factor``). An SAE still marked
+        ``expected_average_only_in`` has not been folded: its factor is folded into a copy here
+        (the caller's SAE is left as it is), or the SAE is refused.
+        """
+        norm = str(getattr(sae.cfg, "normalize_activations", "none") or "none")
+        factor = self.config.norm_scaling_factor
+        if factor is not None and norm != "expected_average_only_in":
+            raise ValueError(
+                f"sae-features option norm_scaling_factor is for an SAE whose "
+                f"normalize_activations is 'expected_average_only_in'; the SAE at {site!r} "
+                f"records {norm!r}."
+            )
+        if norm == "expected_average_only_in":
+            if factor is None or not factor > 0:
+                raise ValueError(
+                    f"The SAE at {site!r} expects activations scaled by sae-lens's norm scaling "
+                    "factor (normalize_activations='expected_average_only_in') and the factor is "
+                    "not folded in; pass norm_scaling_factor=<the positive factor it was trained "
+                    "with> or fold it with sae.fold_activation_norm_scaling_factor."
+                )
+            import copy
+
+            sae = copy.deepcopy(sae)
+            sae.fold_activation_norm_scaling_factor(float(factor))
+        elif norm == "covariance_whitening":
+            raise ValueError(
+                f"The SAE at {site!r} expects whitened activations "
+                "(normalize_activations='covariance_whitening') and its whitening is not folded "
+                "in; fold it with sae.fold_activation_whitening, as sae-lens's trainer does."
+            )
+        with torch.no_grad():
+            norms = sae.W_dec.detach().to(torch.float64).norm(dim=-1).cpu().numpy()
+        self.provenance[site] = {
+            "normalize_activations": norm,
+            "norm_scaling_factor": factor,
+            "decoder_norms": (float(norms.min()), float(norms.mean()), float(norms.max())),
+            "training_l0": sae.cfg.metadata.get("l0"),
+            "training_dead_latents": sae.cfg.metadata.get("num_dead_features"),
+        }
+        return sae
 
     def _default_sae(self, adapter: Adapter) -> tuple[str, Any]:
         from geomlens.sae.config import TrainingConfig, default_corpus_name
@@ -311,28 +420,51 @@ class SAEFeatures(Analysis):
                     f"The SAE at {site!r} reads width d_in={sae.cfg.d_in} but the activations "
                     f"there have width {activation.shape[-1]}."
                 )
+            selection = select_tokens(
+                activation,
+                batch.attention_mask,
+                batch.inputs.input_ids,
+                self._special_ids,
+                self.config.sink_norm_ratio,
+            )
             with torch.no_grad():
                 latents = sae.encode(activation.to(sae.dtype))
+                reconstruction = sae.decode(latents)
             state = self.states[site]
-            self._count(state, latents, mask.to(latents.device), conditions)
-            del latents
+            self._count(state, latents, selection, conditions)
+            self._reconstruction_sums(state, activation, reconstruction, selection, conditions)
+            del latents, reconstruction
             # Calibration rows only build the pool: a batch of them needs no spliced passes.
             if self.output_site is not None and (conditions != CALIBRATION).any():
                 self._losses(site, sae, state, batch, mask, conditions)
 
     def _count(
-        self, state: SiteState, latents: torch.Tensor, mask: torch.Tensor, conditions: np.ndarray
+        self,
+        state: SiteState,
+        latents: torch.Tensor,
+        selection: TokenSelection,
+        conditions: np.ndarray,
     ) -> None:
+        mask = selection.real.to(latents.device)
+        content = selection.content.to(latents.device)
         active = latents > self.config.threshold
         counts = active.sum(-1)  # k per token [B, T]
+        # Dead latents are judged on in-distribution text (calibration and held-out rows).
+        in_distribution = torch.from_numpy(np.isin(conditions, (CALIBRATION, HELDOUT)))
+        in_distribution = in_distribution.to(latents.device)[:, None, None]
+        fired = (active & content[..., None] & in_distribution).any(dim=(0, 1)).cpu().numpy()
+        state.fired = fired if state.fired is None else state.fired | fired
         eligible = active
         if self.config.pool_top_k is not None:
             top = latents.topk(min(self.config.pool_top_k, state.m), dim=-1).indices
             eligible = torch.zeros_like(active).scatter_(-1, top, True) & active
         eligible = eligible & mask[..., None]
+        host_counts, host_mask = counts.cpu().numpy(), mask.cpu().numpy()
+        host_content = content.cpu().numpy()
+        host_special, host_sink = selection.special.cpu().numpy(), selection.sink.cpu().numpy()
         for row, condition in enumerate(conditions):
-            real = mask[row]
-            k = counts[row][real].cpu().numpy()
+            real = host_mask[row]
+            k = host_counts[row][real]
             if len(k) == 0:
                 continue
             stats = state.conditions.setdefault(str(condition), ConditionStats())
@@ -342,7 +474,23 @@ class SAEFeatures(Analysis):
             stats.k_sum += float(k.sum())
             histogram = np.bincount(k, minlength=state.m + 1).astype(np.int64)
             stats.histogram = histogram if stats.histogram is None else stats.histogram + histogram
-            used = eligible[row][real]  # [tokens, m]
+            stats.lengths.append(len(k))
+            stats.special_tokens += int(host_special[row].sum())
+            sinks = host_sink[row]
+            stats.sink_tokens += int(sinks.sum())
+            stats.sinks_at_first_position += int(sinks[np.flatnonzero(real)[0]])
+            kept = host_counts[row][host_content[row]]
+            stats.mean_k_content.append(float(kept.mean()) if len(kept) else math.nan)
+            stats.max_k_content.append(float(kept.max()) if len(kept) else math.nan)
+            stats.tokens_content += len(kept)
+            stats.k_sum_content += float(kept.sum())
+            histogram = np.bincount(kept, minlength=state.m + 1).astype(np.int64)
+            stats.histogram_content = (
+                histogram
+                if stats.histogram_content is None
+                else stats.histogram_content + histogram
+            )
+            used = eligible[row][mask[row]]  # [tokens, m]
             if condition == CALIBRATION:
                 seen = used.any(0).cpu().numpy()
                 first = used.int().argmax(0).cpu().numpy()  # first token where each is active
@@ -352,9 +500,51 @@ class SAEFeatures(Analysis):
             else:
                 stats.latents.append(np.packbits(used.any(0).cpu().numpy()))
 
+    def _reconstruction_sums(
+        self,
+        state: SiteState,
+        activation: torch.Tensor,
+        reconstruction: torch.Tensor,
+        selection: TokenSelection,
+        conditions: np.ndarray,
+    ) -> None:
+        """Per condition, on content tokens: the sums the explained variance is made of."""
+        content = selection.content.to(activation.device)
+        x = activation.detach().to(torch.float64)
+        residual_sq = ((x - reconstruction.to(torch.float64)) ** 2).sum(-1) * content
+        input_sq = (x**2).sum(-1) * content
+        for name in dict.fromkeys(conditions):
+            rows = torch.from_numpy(conditions == name).to(activation.device)
+            stats = state.conditions.setdefault(str(name), ConditionStats())
+            stats.residual_sq += float(residual_sq[rows].sum())
+            stats.input_sq += float(input_sq[rows].sum())
+            total = (x[rows] * content[rows][..., None]).sum(dim=(0, 1)).cpu().numpy()
+            stats.input_sum = total if stats.input_sum is None else stats.input_sum + total
+
     # -- splicing ------------------------------------------------------------------------------
     def _reconstruct(
-        self, sae: Any, activation: torch.Tensor, permutation: torch.Tensor | None = None
+        self,
+        sae: Any,
+        activation: torch.Tensor,
+        inputs: Any,
+        permutation: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The SAE's reconstruction at content tokens; the model's own activation at special
+        tokens and sinks unless ``splice_excluded`` (as sae-lens's ``get_recons_loss``)."""
+        spliced = self._spliced_reconstruction(sae, activation, permutation)
+        if self.config.splice_excluded:
+            return spliced
+        selection = select_tokens(
+            activation,
+            inputs.attention_mask,
+            inputs.input_ids,
+            self._special_ids,
+            self.config.sink_norm_ratio,
+        )
+        return torch.where(selection.excluded.to(activation.device)[..., None], activation, spliced)
+
+    def _spliced_reconstruction(
+        self, sae: Any, activation: torch.Tensor, permutation: torch.Tensor | None
     ) -> torch.Tensor:
         latents = sae.encode(activation.to(sae.dtype))
         if self.config.splice_pool is not None:
@@ -391,18 +581,25 @@ class SAEFeatures(Analysis):
         adapter = self.context.adapter
         output = self.output_site
         assert output is not None
-        clean = batch.activations[output]
+        # Calibration rows only build the pool: the spliced passes read the other rows only.
+        needed = np.flatnonzero(conditions != CALIBRATION)
+        inputs = _rows(batch.inputs, needed)
+        keep = torch.from_numpy(needed)
+        clean = batch.activations[output][keep.to(batch.activations[output].device)]
+        mask, conditions = mask[keep.to(mask.device)], conditions[needed]
         with torch.no_grad():
-            with adapter.intervene(site, lambda act: self._reconstruct(sae, act)):
-                spliced = adapter.capture(batch.inputs, [output])[output]
+            with adapter.intervene(site, lambda act: self._reconstruct(sae, act, inputs)):
+                spliced = adapter.capture(inputs, [output])[output]
             permutation = self._permutation(site, batch)
             shuffled = None
             if permutation is not None:
-                with adapter.intervene(site, lambda act: self._reconstruct(sae, act, permutation)):
-                    shuffled = adapter.capture(batch.inputs, [output])[output]
+                with adapter.intervene(
+                    site, lambda act: self._reconstruct(sae, act, inputs, permutation)
+                ):
+                    shuffled = adapter.capture(inputs, [output])[output]
         if self.loss_kind == SMOOTHED_BITS:
             state.vocab_size = int(clean.shape[-1])
-            ids = batch.inputs.input_ids
+            ids = inputs.input_ids
             model_loss, predicted = smoothed_bits_per_sequence(
                 clean, ids, mask, self.config.smoothing
             )
@@ -455,6 +652,8 @@ class SAEFeatures(Analysis):
             else:
                 self.states[site] = state
         self.notes = {**other.notes, **self.notes}
+        self.provenance = {**other.provenance, **self.provenance}
+        self._special_ids = self._special_ids or list(other._special_ids)
 
     def finalize(self) -> Result:
         if not any(state.conditions for state in self.states.values()):
@@ -463,6 +662,7 @@ class SAEFeatures(Analysis):
         tables: dict[str, list[dict[str, Any]]] = {
             "ood": [],
             "k_histogram": [],
+            "k_histogram_content": [],
             "pool_growth": [],
             "bound_terms": [],
             "pool": [],
@@ -470,6 +670,7 @@ class SAEFeatures(Analysis):
         }
         for site, state in self.states.items():
             self._finalize_site(site, state, metrics, tables)
+        self.notes.setdefault("tokens", self._tokens_note())
         tables["notes"] = [{"item": k, "note": v} for k, v in self.notes.items()]
         if self.loss_kind:
             tables["notes"].append({"item": "loss_kind", "note": self.loss_kind})
@@ -482,8 +683,6 @@ class SAEFeatures(Analysis):
         metrics: dict[str, float],
         tables: dict[str, list[dict[str, Any]]],
     ) -> None:
-        from sklearn.metrics import roc_auc_score
-
         pool = state.pool
         P = int(pool.sum())
         metrics[f"{site}.pool_size"] = float(P)
@@ -497,24 +696,9 @@ class SAEFeatures(Analysis):
         tables["pool_growth"].extend(_pool_growth(site, state))
         heldout = state.conditions.get(HELDOUT)
         for name, stats in state.conditions.items():
-            metrics[f"{site}.mean_k.{name}"] = float(np.mean(stats.mean_k))
-            metrics[f"{site}.max_k.{name}"] = float(np.max(stats.max_k))
-            metrics[f"{site}.mean_max_k.{name}"] = float(np.mean(stats.max_k))
-            metrics[f"{site}.token_mean_k.{name}"] = stats.k_sum / stats.tokens
-            assert stats.histogram is not None
-            tables["k_histogram"].extend(
-                {"site": site, "condition": name, "k": int(k), "count": int(c)}
-                for k, c in enumerate(stats.histogram)
-                if c
-            )
-            row: dict[str, Any] = {
-                "site": site,
-                "condition": name,
-                "inputs": len(stats.mean_k),
-                "tokens": stats.tokens,
-                "mean_k": float(np.mean(stats.mean_k)),
-                "max_k": int(np.max(stats.max_k)),
-            }
+            if not stats.mean_k:
+                continue
+            row = self._condition_counts(site, name, stats, metrics, tables)
             if name != CALIBRATION and stats.latents:
                 eta = _pool_mismatch(stats.latents, pool, state.m)
                 metrics[f"{site}.eta.{name}" if name != HELDOUT else f"{site}.eta"] = eta
@@ -533,14 +717,163 @@ class SAEFeatures(Analysis):
                     metrics[f"{site}.model_loss{suffix}"] = float(losses[:, 0].mean())
                     metrics[f"{site}.proxy_loss{suffix}"] = float(losses[:, 1].mean())
             if name not in (CALIBRATION, HELDOUT) and heldout is not None:
-                labels = np.r_[np.zeros(len(heldout.mean_k)), np.ones(len(stats.mean_k))]
-                by_mean = float(roc_auc_score(labels, np.r_[heldout.mean_k, stats.mean_k]))
-                by_max = float(roc_auc_score(labels, np.r_[heldout.max_k, stats.max_k]))
-                metrics[f"{site}.auroc.{name}"] = by_mean if self.config.score == "mean" else by_max
-                row["auroc_mean_k"], row["auroc_max_k"] = by_mean, by_max
+                self._aurocs(site, name, heldout, stats, metrics, row)
             tables["ood"].append(row)
+        self._quality(site, state, metrics)
         if heldout is not None and heldout.losses and self.loss_kind == SMOOTHED_BITS:
             self._bound(site, state, heldout, metrics, tables)
+
+    def _tokens_note(self) -> str:
+        ratio = self.config.sink_norm_ratio
+        sinks = (
+            f"attention sinks (positions whose activation norm exceeds {ratio:g} × the median "
+            "norm of the row's other real tokens)"
+            if ratio is not None
+            else "no attention sinks (sink_norm_ratio=None)"
+        )
+        splice = (
+            "the splice replaces every position"
+            if self.config.splice_excluded
+            else "the splice keeps the model's own activation at excluded positions, as "
+            "sae-lens's evaluations do"
+        )
+        return (
+            "k is reported two ways. *_all counts every real token, special tokens and sinks "
+            "included (the SSD paper's way; the pool P, η̂ and the bound's k̄ use it); *_content "
+            f"leaves out special tokens (ids {self._special_ids}) and {sinks} (sae-lens's way; "
+            f"explained variance, L0 and dead latents use it); {splice}. The deprecated names "
+            "mean_k.<condition>, max_k.*, mean_max_k.*, token_mean_k.* and auroc.* are the *_all "
+            "values."
+        )
+
+    def _condition_counts(
+        self,
+        site: str,
+        name: str,
+        stats: ConditionStats,
+        metrics: dict[str, float],
+        tables: dict[str, list[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """k both ways, lengths and excluded tokens of one condition; its ``ood`` table row."""
+        ways = {
+            "all": (stats.mean_k, stats.max_k, stats.k_sum, stats.tokens),
+            "content": (
+                stats.mean_k_content, stats.max_k_content, stats.k_sum_content,
+                stats.tokens_content,
+            ),
+        }  # fmt: skip
+        row: dict[str, Any] = {"site": site, "condition": name, "inputs": len(stats.mean_k)}
+        for way, (means, maxima, k_sum, tokens) in ways.items():
+            values = {
+                "mean_k": _nanmean(means),
+                "max_k": float(np.nanmax(maxima)) if np.isfinite(maxima).any() else math.nan,
+                "mean_max_k": _nanmean(maxima),
+                "token_mean_k": k_sum / tokens if tokens else math.nan,
+            }
+            for metric, value in values.items():
+                metrics[f"{site}.{metric}_{way}.{name}"] = value
+                if way == "all":  # deprecated names of the paper's way (CHANGELOG.md)
+                    metrics[f"{site}.{metric}.{name}"] = value
+            row[f"tokens_{way}"] = tokens
+            row[f"mean_k_{way}"], row[f"max_k_{way}"] = values["mean_k"], values["max_k"]
+        # The table's old columns: the paper's way.
+        row.update(tokens=stats.tokens, mean_k=row["mean_k_all"], max_k=max(stats.max_k))
+        lengths = np.asarray(stats.lengths)
+        row.update(
+            median_tokens=float(np.median(lengths)),
+            min_tokens=int(lengths.min()),
+            max_tokens=int(lengths.max()),
+            special_tokens=stats.special_tokens,
+            sink_tokens=stats.sink_tokens,
+            sinks_at_first_position=stats.sinks_at_first_position,
+            explained_variance=stats.explained_variance,
+        )
+        metrics[f"{site}.median_tokens.{name}"] = row["median_tokens"]
+        metrics[f"{site}.excluded_tokens.{name}"] = float(stats.special_tokens + stats.sink_tokens)
+        metrics[f"{site}.explained_variance.{name}"] = stats.explained_variance
+        for way, histogram in (("all", stats.histogram), ("content", stats.histogram_content)):
+            table = "k_histogram" if way == "all" else "k_histogram_content"
+            tables.setdefault(table, []).extend(
+                {"site": site, "condition": name, "k": int(k), "count": int(c)}
+                for k, c in enumerate(histogram if histogram is not None else [])
+                if c
+            )
+        return row
+
+    def _aurocs(
+        self,
+        site: str,
+        name: str,
+        heldout: ConditionStats,
+        stats: ConditionStats,
+        metrics: dict[str, float],
+        row: dict[str, Any],
+    ) -> None:
+        """AUROC of this condition against held-out, by mean and max k, both ways, each with a
+        stratified bootstrap interval (``geomlens.stats.auroc_interval``)."""
+        from geomlens.stats import auroc, auroc_interval
+
+        seed = self.context.seed if self.context else 0
+        scores = {
+            ("mean", "all"): (heldout.mean_k, stats.mean_k),
+            ("max", "all"): (heldout.max_k, stats.max_k),
+            ("mean", "content"): (heldout.mean_k_content, stats.mean_k_content),
+            ("max", "content"): (heldout.max_k_content, stats.max_k_content),
+        }
+        for (score, way), (negatives, positives) in scores.items():
+            negatives, positives = _finite(negatives), _finite(positives)
+            if len(negatives) == 0 or len(positives) == 0:
+                continue
+            value = float(auroc(negatives, positives))
+            low, high = auroc_interval(
+                negatives,
+                positives,
+                resamples=self.config.bootstrap,
+                confidence=self.config.confidence,
+                seed=seed,
+            )
+            suffix = "" if way == "all" else "_content"
+            row[f"auroc_{score}_k{suffix}"] = value
+            row[f"auroc_{score}_k{suffix}_ci_low"], row[f"auroc_{score}_k{suffix}_ci_high"] = (
+                low,
+                high,
+            )
+            if score == self.config.score:
+                metrics[f"{site}.auroc_{way}.{name}"] = value
+                metrics[f"{site}.auroc_{way}_ci_low.{name}"] = low
+                metrics[f"{site}.auroc_{way}_ci_high.{name}"] = high
+                if way == "all":  # the deprecated name (CHANGELOG.md)
+                    metrics[f"{site}.auroc.{name}"] = value
+
+    def _quality(self, site: str, state: SiteState, metrics: dict[str, float]) -> None:
+        """What a reader needs to judge the SAE: explained variance, L0 and dead latents on
+        held-out content tokens, its decoder's column norms, a saturated pool."""
+        heldout = state.conditions.get(HELDOUT)
+        if heldout is not None and heldout.tokens_content:
+            metrics[f"{site}.explained_variance"] = heldout.explained_variance
+            metrics[f"{site}.l0"] = heldout.k_sum_content / heldout.tokens_content
+        if state.fired is not None:
+            dead = int((~state.fired).sum())
+            metrics[f"{site}.dead_latents"] = float(dead)
+            metrics[f"{site}.dead_fraction"] = dead / state.m
+        record = self.provenance.get(site, {})
+        if "decoder_norms" in record:
+            low, mean, high = record["decoder_norms"]
+            metrics[f"{site}.decoder_norm_min"] = low
+            metrics[f"{site}.decoder_norm_mean"] = mean
+            metrics[f"{site}.decoder_norm_max"] = high
+            metrics[f"{site}.decoder_norm_spread"] = (high - low) / mean if mean else math.nan
+        if record.get("norm_scaling_factor") is not None:
+            metrics[f"{site}.norm_scaling_factor"] = float(record["norm_scaling_factor"])
+        P = int(state.pool.sum())
+        saturated = P / state.m >= 1.0 - POOL_SATURATION
+        metrics[f"{site}.pool_saturated"] = float(saturated)
+        if saturated:
+            self.notes[f"pool_saturated:{site}"] = (
+                f"Saturated pool: P = {P} of m = {state.m} latents (within "
+                f"{POOL_SATURATION:.0%} of the dictionary): SSD is then about m and says nothing "
+                "about this model's sparsity; a larger or sparser SAE, or pool_top_k, is needed."
+            )
 
     def _bound(
         self,
@@ -639,6 +972,28 @@ def cosine_distance_per_sequence(
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _rows(inputs: Any, rows: np.ndarray) -> Any:
+    """The batch's ``rows`` only (every per-row tensor sliced, the rest as it is)."""
+    if len(rows) == inputs.batch_size:
+        return inputs
+    size = inputs.batch_size
+
+    def take(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == size:
+            return value[torch.as_tensor(rows, device=value.device)]
+        return value
+
+    return dataclasses.replace(
+        inputs,
+        index=np.asarray(inputs.index)[rows],
+        attention_mask=take(inputs.attention_mask),
+        input_ids=take(inputs.input_ids),
+        position_ids=take(inputs.position_ids),
+        span_mask=take(inputs.span_mask),
+        extra={k: take(v) for k, v in inputs.extra.items()},
+    )
+
+
 def _is_causal_lm(adapter: Adapter) -> bool:
     if adapter.backend == "transformer-lens":
         return True  # HookedTransformer and bridged models with logits are causal LMs
@@ -648,6 +1003,16 @@ def _is_causal_lm(adapter: Adapter) -> bool:
     from geomlens.hooks.nnsight import _is_decoder
 
     return _is_decoder(config)
+
+
+def _nanmean(values: list[float]) -> float:
+    finite = _finite(values)
+    return float(finite.mean()) if len(finite) else math.nan
+
+
+def _finite(values: list[float]) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    return array[np.isfinite(array)]
 
 
 def _pool_mismatch(latents: list[np.ndarray], pool: np.ndarray, m: int) -> float:
@@ -671,8 +1036,9 @@ def _pool_growth(site: str, state: SiteState, points: int = 40) -> list[dict[str
 #: Metric names in the order a reader wants them (the CLI prints the first ones): a pattern
 #: ending in "." is a family (``.mean_k.<condition>``), any other is one metric.
 _HEADLINE = (
-    ".mean_k.", ".auroc.", ".max_k.", ".pool_size", ".ssd", ".eta", ".epsilon_loss",
-    ".epsilon_loss_shuffled", ".bound", ".n_star",
+    ".mean_k_content.", ".auroc_content.", ".mean_k_all.", ".auroc_all.", ".max_k_content.",
+    ".max_k_all.", ".pool_size", ".ssd", ".eta", ".epsilon_loss", ".epsilon_loss_shuffled",
+    ".bound", ".n_star", ".explained_variance", ".l0", ".dead_fraction",
 )  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from sae_lens.training.sae_trainer import SAETrainer
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.content_tokens import select_tokens, special_token_ids
 from geomlens.results import Result, atomic_write_text
 from geomlens.sae.cache import cache_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
@@ -50,16 +51,31 @@ class _TokenCollector(Analysis):
     name = "sae-training-collector"
     Config = AnalysisConfig
 
-    def __init__(self, site: str) -> None:
+    def __init__(
+        self, site: str, special_ids: list[int] | None = None, sink_norm_ratio: float | None = None
+    ) -> None:
         super().__init__()
         self.site = site
+        self.special_ids = special_ids or []
+        self.sink_norm_ratio = sink_norm_ratio
         self.chunks: list[torch.Tensor] = []
 
     def sites(self, adapter: Adapter) -> list[str]:
         return [self.site]
 
     def update(self, batch: Batch) -> None:
-        self.chunks.append(batch.tokens(self.site).detach().to("cpu", torch.float32).clone())
+        # Content tokens only: one attention sink (120 x the median norm on SmolLM2) would
+        # dominate the SAE's loss and its dictionary.
+        activation = batch.activations[self.site]
+        selection = select_tokens(
+            activation,
+            batch.attention_mask,
+            batch.inputs.input_ids,
+            self.special_ids,
+            self.sink_norm_ratio,
+        )
+        kept = activation[selection.content.to(activation.device)]
+        self.chunks.append(kept.detach().to("cpu", torch.float32).clone())
 
     def merge(self, other: Analysis) -> None:
         assert isinstance(other, _TokenCollector)
@@ -79,6 +95,8 @@ def activation_batches(
     max_length: int | None = 128,
     seed: int = 0,
     passes: int = 1,
+    exclude_special: bool = False,
+    sink_norm_ratio: float | None = None,
 ) -> Iterator[torch.Tensor]:
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
@@ -86,7 +104,8 @@ def activation_batches(
     forward pass per batch, nothing else kept), its real tokens are shuffled, and batches are
     cut from them, ``passes`` times over (reshuffled); tokens left over carry into the next
     chunk. Row order is reshuffled every
-    cycle through the data.
+    cycle through the data. ``exclude_special`` and ``sink_norm_ratio`` leave special tokens
+    and attention sinks out (``geomlens.hooks.content_tokens``).
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
     from geomlens.engine import stream
@@ -95,12 +114,13 @@ def activation_batches(
     dataset = (
         rows_to_dataset(list(as_stream(data).rows())) if is_streamed(data) else as_dataset(data)
     )
+    special = special_token_ids(adapter.tokenizer) if exclude_special else []
     rng = np.random.default_rng(seed)
     leftover: torch.Tensor | None = None
     while True:
         order = rng.permutation(len(dataset))
         for start in range(0, len(order), rows_per_chunk):
-            collector = _TokenCollector(site)
+            collector = _TokenCollector(site, special, sink_norm_ratio)
             rows = np.sort(order[start : start + rows_per_chunk])
             stream([collector], adapter, dataset, rows=rows, max_length=max_length, progress=False)
             captured = torch.cat(collector.chunks)
@@ -138,6 +158,8 @@ def train_sae(
         max_length=config.max_length,
         seed=config.seed,
         passes=config.passes,
+        exclude_special=config.exclude_special,
+        sink_norm_ratio=config.sink_norm_ratio,
     )
     first = next(batches)
     d_in = int(first.shape[-1])
@@ -159,6 +181,9 @@ def train_sae(
                 hook_name=site,
                 context_size=config.max_length,
                 prepend_bos=True,
+                # sae-lens's own field, and geomlens's sink rule beside it.
+                exclude_special_tokens=config.exclude_special,
+                sink_norm_ratio=config.sink_norm_ratio,
             ),
         )
     )
