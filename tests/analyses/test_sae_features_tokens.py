@@ -248,3 +248,34 @@ def test_calibration_rows_are_not_spliced(tiny):
     spliced = seen[1:]  # the first capture is the clean pass of the batch (4 rows)
     assert spliced == [2, 2]  # the splice and the shuffle, on the two held-out rows only
     assert math.isfinite(result.metrics[f"{SITE}.epsilon_loss"])
+
+
+def test_the_report_reading_and_the_quoted_numbers_follow_the_new_names(tmp_path):
+    """The plain-words reading and scripts/numbers/sae.py read k the content way with its
+    interval and the SAE's quality — also from a result loaded back from JSON."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from geomlens.report.readings import read
+    from geomlens.results import Result
+
+    result = run(bootstrap=200)
+    result.to_json(tmp_path / "r.json")
+    loaded = Result.from_json(tmp_path / "r.json")
+    text = " ".join(read(loaded))
+    assert "sae-lens" in text and "95 % interval" in text and "explains" in text
+    assert "saturated" in text  # the sink put every latent in the pool
+    numbers = Path(__file__).parents[2] / "scripts" / "numbers"
+    sys.path.insert(0, str(numbers))
+    try:
+        spec = importlib.util.spec_from_file_location("numbers_sae", numbers / "sae.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        table = module.SECTIONS["sae-features-table"]({"sae-features": loaded})
+    finally:
+        sys.path.remove(str(numbers))
+    noisy = next(line for line in table.splitlines() if line.startswith("| noisy"))
+    assert "| 1.0 [1.00, 1.00]" not in noisy  # AUROCs print with two decimals
+    assert "| 2.0 |" in noisy  # k content of the noisy rows
+    assert "saturated" in table
