@@ -202,6 +202,7 @@ def trained_sae(adapter: gl.Adapter, args: argparse.Namespace) -> tuple[object, 
         "d_sae": args.train_d_sae,
         "l1_coefficient": args.train_l1,
         "passes": args.train_passes,
+        "max_length": args.max_tokens,  # train on texts as long as those analysed
     }
     config = TrainingConfig(**{k: v for k, v in overrides.items() if v is not None})
     trained = cached_sae(
