@@ -39,3 +39,14 @@ def test_interval_covers_the_population_auroc():
 
 def test_interval_is_nan_without_two_scores_per_class():
     assert all(math.isnan(v) for v in auroc_interval([1.0], [2.0, 3.0]))
+
+
+def test_interval_does_not_depend_on_the_order_of_the_scores():
+    """Two ranks merge their rows in another order than one process reads them: same interval."""
+    rng = np.random.default_rng(3)
+    negatives, positives = rng.normal(size=30), rng.normal(0.5, size=25)
+    one = auroc_interval(negatives, positives, resamples=300, seed=1)
+    shuffled = auroc_interval(
+        rng.permutation(negatives), rng.permutation(positives), resamples=300, seed=1
+    )
+    assert one == shuffled

@@ -132,7 +132,10 @@ def auroc_interval(
     """Percentile bootstrap interval of the AUROC, each class resampled with replacement on
     its own (stratified, so every resample keeps both class sizes). NaN with fewer than two
     scores in a class or no resamples."""
-    negatives, positives = np.asarray(negatives, float), np.asarray(positives, float)
+    # Sorted, so the interval depends on the scores and not on the order rows arrived in (two
+    # ranks' merged lists give the interval one process gives).
+    negatives = np.sort(np.asarray(negatives, float))
+    positives = np.sort(np.asarray(positives, float))
     if min(len(negatives), len(positives)) < 2 or resamples < 1:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
