@@ -10,7 +10,10 @@ the number itself always comes from a run::
 Each KEY is rendered by a function registered in a module of ``scripts/numbers/`` (one module
 per area). A module exposes ``SECTIONS: dict[str, Callable[[dict[str, Result]], str]]``
 (KEY → markdown made from the results, by analysis name) and may expose
-``ANALYSES: tuple[str, ...]``, the analyses its sections read (default: every built-in).
+``ANALYSES: tuple[str, ...]``, the analyses its sections read (default: every built-in), and
+``RUNS: dict[str, Callable[[Adapter], Result]]``, extra runs its sections read under their own
+name (e.g. an analysis on another stimulus range); these run on the loaded model in either
+mode (with ``--from-report`` only when the report lacks them).
 
 The results come from running the analyses the way ``geomlens run NAME`` does (default model,
 nnsight backend, each analysis on its own shipped data, default batch size, length and seed),
@@ -67,6 +70,13 @@ class Registry:
 
     sections: dict[str, Section]
     analyses: dict[str, tuple[str, ...] | None]  # KEY -> analyses (None: every built-in)
+    runs: dict[str, Callable[[Any], Any]]  # result name -> run(adapter) -> Result
+    runs_of: dict[str, tuple[str, ...]]  # KEY -> the runs of its module
+
+    def runs_for(self, keys: Iterable[str]) -> dict[str, Callable[[Any], Any]]:
+        """The extra runs the modules of ``keys`` declare."""
+        names = {name for key in keys for name in self.runs_of.get(key, ())}
+        return {name: run for name, run in self.runs.items() if name in names}
 
 
 def _import_path(path: Path) -> ModuleType:
@@ -87,6 +97,8 @@ def load_sections(folder: Path = NUMBERS) -> Registry:
         sys.path.insert(0, str(folder))
     sections: dict[str, Section] = {}
     analyses: dict[str, tuple[str, ...] | None] = {}
+    runs: dict[str, Callable[[Any], Any]] = {}
+    runs_of: dict[str, tuple[str, ...]] = {}
     owner: dict[str, str] = {}
     for path in sorted(folder.glob("*.py")):
         if path.name.startswith("_"):
@@ -96,6 +108,11 @@ def load_sections(folder: Path = NUMBERS) -> Registry:
         if not isinstance(mine, dict):
             raise NumbersError(f"{path} has no SECTIONS dict (KEY -> function of the results).")
         needs = getattr(module, "ANALYSES", None)
+        extra = getattr(module, "RUNS", {})
+        for name, run in extra.items():
+            if name in runs:
+                raise NumbersError(f"run {name!r} is registered twice ({path.name}).")
+            runs[name] = run
         for key, render in mine.items():
             if key in sections:
                 raise NumbersError(
@@ -105,7 +122,8 @@ def load_sections(folder: Path = NUMBERS) -> Registry:
             if not _OPEN.fullmatch(f"<!-- numbers:{key} -->"):
                 raise NumbersError(f"{path.name}: key {key!r} must be letters, digits, . _ -")
             sections[key], analyses[key], owner[key] = render, needs and tuple(needs), path.name
-    return Registry(sections, analyses)
+            runs_of[key] = tuple(extra)
+    return Registry(sections, analyses, runs, runs_of)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,6 +201,7 @@ def save_results(results: dict[str, Any], path: Path, provenance: dict[str, Any]
 def run_analyses(
     names: Sequence[str],
     *,
+    runs: dict[str, Callable[[Any], Any]] | None = None,
     model: str | None = None,
     backend: str = "nnsight",
     device: str | None = None,
@@ -191,13 +210,14 @@ def run_analyses(
 ) -> dict[str, Any]:
     """Run ``names`` as ``geomlens run NAME`` does: each analysis alone, on its shipped data,
     with the CLI's defaults. ``quick``: the report's small quick subsets instead (a check of
-    the sections, not numbers to publish)."""
+    the sections, not numbers to publish). ``runs`` (name → run(adapter)) are run too."""
     import geomlens as gl
-    from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
-    from geomlens.registry import analysis_class
 
     model = model or "all-MiniLM-L6-v2"  # the CLI's default model
     adapter = gl.load(model, backend=backend, device=device)
+    results = {name: run(adapter) for name, run in (runs or {}).items()}
+    if not names:
+        return results
     if quick:
         from geomlens.report.runner import run_analyses as report_runs
 
@@ -205,18 +225,12 @@ def run_analyses(
         failed = [f"{o.name}: {o.error}" for o in outcomes if o.error]
         if failed:
             raise NumbersError("analyses failed: " + "; ".join(failed))
-        return {o.name: o.result for o in outcomes}
-    results = {}
+        return {**results, **{o.name: o.result for o in outcomes}}
     for name in names:
-        analysis = analysis_class(name)()
+        analysis = gl.analysis_class(name)()
+        # gl.run's defaults (batch size, length, seed 0) are the CLI's.
         results[name] = gl.run(
-            analysis,
-            adapter,
-            analysis.default_data(adapter),
-            batch_size=DEFAULT_BATCH_SIZE,
-            max_length=DEFAULT_MAX_LENGTH,
-            seed=0,
-            progress=progress,
+            analysis, adapter, analysis.default_data(adapter), seed=0, progress=progress
         )
     return results
 
@@ -313,21 +327,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         registry = load_sections()
         found = keys_in(documents(args.root))
         keys = [k for ks in found.values() for k in ks if not args.only or k in args.only]
+        options = {
+            "model": args.model,
+            "backend": args.backend,
+            "device": args.device,
+            "quick": args.quick,
+        }
         if args.from_report is not None:
             results = results_from_report(args.from_report)
+            missing = {k: v for k, v in registry.runs_for(keys).items() if k not in results}
+            if missing:
+                print(f"running {', '.join(missing)} (not in the report)", file=sys.stderr)
+                results.update(run_analyses([], runs=missing, **options))
         else:
             from geomlens.report.plan import builtin_analyses
 
             names = needed_analyses(keys, registry)
             results = run_analyses(
                 builtin_analyses() if names is None else names,
-                model=args.model,
-                backend=args.backend,
-                device=args.device,
-                quick=args.quick,
+                runs=registry.runs_for(keys),
+                **options,
             )
-            if args.save_results is not None:
-                save_results(results, args.save_results, {"model": args.model, "quick": args.quick})
+        if args.save_results is not None:
+            save_results(results, args.save_results, {"model": args.model, "quick": args.quick})
         changes = regenerate(found, registry.sections, results, check=args.check, only=args.only)
     except NumbersError as error:
         print(f"regenerate_numbers: {error}", file=sys.stderr)

@@ -15,8 +15,9 @@
 #
 # How far apart must two years be before a model represents them as unalike? The
 # `similarity` analysis measures g(d), the mean similarity of two stimuli at distance d, from a
-# model's representations; `resolution` fits g(d) with four families (step, linear decay,
-# exponential, Gaussian), picks one by AIC, reports the resolution scale ε and the floor Δ with
+# model's representations; `resolution` fits g(d), keeping the measured g(0) = 1, with step,
+# linear, exponential, Gaussian and two-scale families, picks one by AIC, reports ε, the
+# half-width, the floor Δ and the centring offset with
 # bootstrap intervals, and places each layer in the (p_S, p_I) plane against the theory's
 # front (docs/theory.md, docs/similarity.md).
 
@@ -27,6 +28,7 @@ BOOTSTRAP = 50  # resamples for the intervals (the default is 200)
 SITES = ["blocks.1.hook_resid_post", "blocks.3.hook_resid_post", "blocks.5.hook_resid_post"]
 
 # %%
+# %matplotlib inline
 import geomlens as gl
 from geomlens.data import stimuli
 
@@ -36,7 +38,7 @@ print(len(years.texts), "texts, e.g.", years.texts[:3])
 
 # %% [markdown]
 # Both analyses read the same stimuli, so they run fused: one forward pass per batch.
-# `similarity="centred"` (the default) subtracts the stimulus-set mean before the cosine;
+# `similarity="centred-cosine"` (the default) subtracts the stimulus-set mean before the cosine;
 # the choice is recorded in the result.
 
 # %%
@@ -59,8 +61,11 @@ print(resolution.to_frame("fits").query("chosen"))
 
 # %% [markdown]
 # The figures: g(d) per layer with the fitted curves, and the layers' (p_S, p_I) points
-# against the universal front.
+# against the universal front. `plot()` returns the figure (the notebook shows it);
+# `plot("file.png")` saves it too.
 
 # %%
-results["similarity"].plot("years_g_of_d.png")
-resolution.plot("years_resolution.png")
+results["similarity"].plot()
+
+# %%
+resolution.plot()

@@ -16,7 +16,8 @@ def fmt(value: Any, digits: int = 2, *, integer: bool = False) -> str:
     """A number as quoted in the docs ('—' for a missing one)."""
     if not finite(value):
         return "—"
-    return f"{value:.0f}" if integer else f"{value:.{digits}f}"
+    text = f"{value:.0f}" if integer else f"{value:.{digits}f}"
+    return text.replace("-", "−")  # a typographic minus
 
 
 def span(values: Iterable[Any], digits: int = 2, *, integer: bool = False) -> str:
@@ -25,7 +26,10 @@ def span(values: Iterable[Any], digits: int = 2, *, integer: bool = False) -> st
     if not kept:
         return "—"
     low, high = fmt(min(kept), digits, integer=integer), fmt(max(kept), digits, integer=integer)
-    return low if low == high else f"{low}–{high}"
+    if low == high:
+        return low
+    # "−0.21 to −0.19" reads better than "−0.21–−0.19".
+    return f"{low} to {high}" if min(kept) < 0 else f"{low}–{high}"
 
 
 def table(header: list[str], rows: Iterable[list[str]]) -> str:

@@ -10,20 +10,43 @@ with none, a plain list of its main metrics.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
+from geomlens.formatting import layer_label, metric_name, metric_value, number, percent
 from geomlens.results import Result
+from geomlens.theory.resolution import regime
+
+__all__ = ["headline", "layer_label", "number", "per_site", "read", "reading"]
 
 Reading = Callable[[Result], list[str]]
 READINGS: dict[str, Reading] = {}
 #: Metrics shown by the fallback reading.
 FALLBACK_METRICS = 6
-#: Public metric names (``<site>.<name>``) the summary table shows first, when a result has them.
-HEADLINE_METRICS = (
-    "epsilon", "p_similarity", "alpha", "ccgp", "g_nearest", "g_farthest", "ssd",
-    "auroc_content.random_tokens", "bound", "mean_norm",
-)  # fmt: skip
+#: Each analysis's headline metrics (the part of ``<site>.<name>`` after the site): the page
+#: shows them for every site, the printed summary the first few at the last site. Owners of an
+#: analysis keep its entry; an analysis not listed shows its first per-site metrics.
+HEADLINES: dict[str, tuple[str, ...]] = {
+    "activation-stats": ("mean_norm", "mean_variance", "dead_fraction"),
+    "similarity": ("g_nearest", "g_farthest", "zero_crossing"),
+    "resolution": (
+        "epsilon", "epsilon_ci_low", "epsilon_ci_high", "delta", "p_similarity",
+        "p_identification", "front_distance",
+    ),
+    "abstraction": ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null_p95"),
+    "ccgp": ("ccgp", "within_context_accuracy"),
+    "linearization-effect": ("alpha_base", "alpha_linearized", "ccgp_base", "ccgp_linearized"),
+    # k and AUROC the content way (special tokens and attention sinks left out, sae-lens's
+    # way); the *_all values are in the result beside them.
+    "sae-features": (
+        "pool_size", "dictionary_size", "ssd", "mean_k_content.heldout",
+        "auroc_content.random_tokens", "auroc_content.replaced_15pct",
+        "auroc_content.python_source", "explained_variance", "bound",
+    ),
+}  # fmt: skip
+#: Headline metrics of an analysis without an entry in :data:`HEADLINES`.
+FALLBACK_HEADLINES = 4
+#: Headline metrics in the printed summary line.
+SUMMARY_HEADLINES = 3
 
 
 def reading(name: str) -> Callable[[Reading], Reading]:
@@ -42,18 +65,6 @@ def per_site(result: Result, metric: str) -> dict[str, float]:
     return {
         key[: -len(suffix)]: value for key, value in result.metrics.items() if key.endswith(suffix)
     }
-
-
-def layer_label(site: str) -> str:
-    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged."""
-    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", site)
-    return f"layer {match.group(1)} ({match.group(2)})" if match else site
-
-
-def number(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "undefined"
-    return f"{value:.{digits}g}"
 
 
 def _extremes(values: dict[str, float]) -> tuple[str, str]:
@@ -77,13 +88,23 @@ def _activation_stats(result: Result) -> list[str]:
         "this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.get) if dead else None
+    # A residual-stream dimension has no activation function: one that stays negative on every
+    # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:
-        lines.append(
-            f"{100 * dead[worst]:.1f} % of the units at {layer_label(worst)} never became "
-            "positive on this data (dead units)."
+        text = (
+            f"{percent(dead[worst])} of the dimensions at {layer_label(worst)} were never "
+            "positive on this data."
         )
+        if "resid" in worst:
+            text += (
+                " In the residual stream that is a sign convention, not a dead unit: such a "
+                "dimension still carries information in its negative values."
+            )
+        else:
+            text += " After an activation function these are dead units (they pass nothing)."
+        lines.append(text)
     else:
-        lines.append("No unit is dead at any site on this data.")
+        lines.append("Every dimension at every site was positive on some token of this data.")
     return lines
 
 
@@ -98,14 +119,19 @@ def _similarity(result: Result) -> list[str]:
     nearest, farthest = rows[0], rows[-1]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
     lines = [
-        f"g(d) is the mean similarity of two stimuli at distance d. At {layer_label(site)} it "
-        f"falls from {number(nearest['mean'])} at d = {number(nearest['distance'])} to "
-        f"{number(farthest['mean'])} at d = {number(farthest['distance'])}."
+        f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
+        f"g(0) = 1. At {layer_label(site)} g falls to {number(nearest['mean'])} already at the "
+        f"nearest distance d = {number(nearest['distance'])}, and to {number(farthest['mean'])} "
+        f"at d = {number(farthest['distance'])}."
     ]
+    across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
+    if not _missing(across):
+        lines.append(_across_texts_words(across, nearest["mean"]))
     if crossing is not None:
         lines.append(
             f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
-            "that look less alike than two random ones."
+            "that look less alike than two random ones (with the centred cosine this is partly "
+            "the centring: it makes the mean similarity of all pairs about 0)."
         )
     lines.append(
         "A g that falls with d means the model represents the stimuli's metric; how fast it "
@@ -114,30 +140,111 @@ def _similarity(result: Result) -> list[str]:
     return lines
 
 
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _across_texts_words(across: float, nearest: float) -> str:
+    """What g at d = 0 across texts says about the first drop of g."""
+    drop = 1.0 - nearest
+    share = (1.0 - across) / drop if drop > 0 else math.nan
+    return (
+        f"The same stimulus in another text has similarity {number(across)} (d = 0 across "
+        f"texts, against 1 on the diagonal): the text alone accounts for about "
+        f"{number(100 * share, 2)} % of the drop to the nearest distance."
+    )
+
+
+def _percent(share: float) -> str:
+    return "undefined" if _missing(share) else f"{100 * share:.0f} %"
+
+
 @reading("resolution")
 def _resolution(result: Result) -> list[str]:
     epsilon = per_site(result, "epsilon")
     if not epsilon:
         return []
     site = list(epsilon)[-1]
-    low = result.metrics.get(f"{site}.epsilon_ci_low", math.nan)
-    high = result.metrics.get(f"{site}.epsilon_ci_high", math.nan)
-    delta = result.metrics.get(f"{site}.delta", math.nan)
-    p_s = result.metrics.get(f"{site}.p_similarity", math.nan)
-    p_i = result.metrics.get(f"{site}.p_identification", math.nan)
-    distance = result.metrics.get(f"{site}.front_distance", math.nan)
-    return [
+
+    def metric(name: str) -> float:
+        return result.metrics.get(f"{site}.{name}", math.nan)
+
+    family = next(
+        (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
+        None,
+    )
+    lines = [
         f"At {layer_label(site)} the fitted resolution scale is ε = {number(epsilon[site])} "
-        f"(95 % interval {number(low)} to {number(high)}) with a noise floor Δ = "
-        f"{number(delta)}: stimuli closer than about ε are treated as alike.",
-        f"Measured on the stimuli themselves, a similarity test is passed with probability "
-        f"p_S = {number(p_s)} and an identification test with p_I = {number(p_i)} "
-        "(1/2 is chance for both).",
-        f"The universal front is what an all-or-nothing similarity (alike within ε, unlike "
-        f"beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
-        f"similarities can lie above it. This site sits {number(distance)} from it in the "
-        f"(p_S, p_I) plane (see the theory figure below).",
+        f"(95 % interval {number(metric('epsilon_ci_low'))} to "
+        f"{number(metric('epsilon_ci_high'))}) with a noise floor Δ = {number(metric('delta'))}"
+        + (f", {family} family" if family else "")
+        + ": the fit keeps the measured g(0) = 1, so ε describes the measured curve."
     ]
+    if family == "two-scale":
+        lines.append(
+            f"One scale does not fit: {_percent(metric('fast_share'))} of the fall happens on "
+            f"a fast scale ε_fast = {number(metric('epsilon_fast'))}, the rest on ε; the "
+            f"similarity lost already at the nearest distance "
+            f"({number(metric('first_distance'))}) is {number(metric('amplitude'))}."
+        )
+    across = metric("g0_across_texts")
+    if not _missing(across) and not _missing(metric("amplitude")):
+        lines.append(_across_texts_words(across, 1.0 - metric("amplitude")))
+    half = metric("half_width")
+    if not _missing(half):
+        below = half < metric("first_distance")
+        lines.append(
+            f"g is halfway down at d = {number(half)} (interval "
+            f"{number(metric('half_width_ci_low'))} to {number(metric('half_width_ci_high'))})"
+            + (
+                ", inside the first step of the stimulus grid: the data only bound it above."
+                if below
+                else "."
+            )
+        )
+    offset = metric("offset")
+    if not _missing(offset) and offset < 0:
+        lines.append(
+            f"Far pairs sit {number(-offset)} below zero: that is the centring offset (the "
+            "stimulus set's mean is subtracted), not noise. ε, the half-width, Δ and the "
+            "offset belong to this model, this stimulus range and this centring together."
+        )
+    mean_b = metric("mean_b")
+    if not _missing(mean_b):
+        lines.append(
+            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(mean_b)} of the "
+            "stimuli (itself included) "
+            f"(interval {number(metric('mean_b_ci_low'))} to {number(metric('mean_b_ci_high'))})"
+            f": the {regime(float(min(max(mean_b, 0.0), 1.0)))} regime, which "
+            f"{_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+        )
+    method = next(
+        (r.get("method") for r in result.tables.get("placement", []) if r["site"] == site), None
+    )
+    how = (
+        f" (Monte Carlo, {number(metric('samples'))} trials, standard errors "
+        f"{number(metric('p_similarity_se'), 2)} and {number(metric('p_identification_se'), 2)})"
+        if method == "monte_carlo"
+        else ""
+    )
+    lines.append(
+        f"Measured on the stimuli themselves, a similarity test is passed with probability "
+        f"p_S = {number(metric('p_similarity'))} and an identification test with p_I = "
+        f"{number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        + (
+            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
+            f"{number(metric('p_identification_theory'))})."
+            if not _missing(metric("p_similarity_theory"))
+            else "."
+        )
+    )
+    lines.append(
+        "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
+        "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
+        f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
+        "from it in the (p_S, p_I) plane (see the theory figure below)."
+    )
+    return lines
 
 
 def _site_row(result: Result, site: str) -> dict:
@@ -390,16 +497,51 @@ def read(result: Result, analysis: type | None = None) -> list[str]:
     return paragraphs or fallback_reading(result)
 
 
+def result_sites(result: Result) -> list[str]:
+    """The sites a result has metrics for, in the model's order (from its provenance)."""
+    from geomlens.formatting import split_metric
+
+    provenance = result.provenance or {}
+    known = provenance.get("analysis_sites") or provenance.get("sites")
+    if not known:  # a result made by hand: the sites its metric names spell out
+        known = dict.fromkeys(split_metric(key)[0] for key in result.metrics)
+        known = [site for site in known if site.startswith("blocks.")]
+    return [site for site in known if any(k.startswith(site + ".") for k in result.metrics)]
+
+
+def headline_metrics(result: Result) -> list[str]:
+    """The names (after the site) of ``result``'s headline metrics that it has."""
+    from geomlens.formatting import split_metric
+
+    sites = result_sites(result)
+    present = {split_metric(key, sites)[1] for key in result.metrics if split_metric(key, sites)[0]}
+    wanted = HEADLINES.get(result.analysis)
+    if wanted is None:
+        ordered = dict.fromkeys(split_metric(key, sites)[1] for key in result.metrics)
+        wanted = tuple(name for name in ordered if name in present)[:FALLBACK_HEADLINES]
+    return [name for name in wanted if name in present]
+
+
 def headline(result: Result) -> str:
-    """A short line for the printed summary table: the result's key numbers at its last site."""
-    parts = []
-    for metric in HEADLINE_METRICS:
-        values = per_site(result, metric)
-        if values:
-            site, value = list(values.items())[-1]
-            parts.append(f"{metric} {number(value)} @ {layer_label(site)}")
-    if not parts:
-        summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
-        shown = summary or list(result.metrics.items())
-        parts = [f"{name} {number(value)}" for name, value in shown[:3]]
-    return "; ".join(parts[:3]) or "no metrics"
+    """A short line for the printed summary: the first headline metrics at the last site, with
+    their units, or the result's first summary metrics."""
+    sites = result_sites(result)
+    names = headline_metrics(result)
+    if sites and names:
+        site = next(s for s in reversed(sites) if any(f"{s}.{n}" in result.metrics for n in names))
+        parts = []
+        for name in names:
+            key = f"{site}.{name}"
+            if key not in result.metrics or "_ci_" in name:
+                continue
+            text = f"{metric_name(name)} {metric_value(result, key)}"
+            low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
+            if low in result.metrics and high in result.metrics:
+                text += (
+                    f" (95 % interval {metric_value(result, low)} to {metric_value(result, high)})"
+                )
+            parts.append(text)
+        return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
+    summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
+    shown = summary or list(result.metrics.items())
+    return "; ".join(f"{name} {number(value)}" for name, value in shown[:3]) or "no metrics"

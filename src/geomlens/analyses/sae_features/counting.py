@@ -14,10 +14,12 @@ import torch
 
 from geomlens.analyses.sae_features.config import CALIBRATION, HELDOUT
 from geomlens.hooks.content_tokens import TokenSelection
+from geomlens.plain_state import state_class
 
 NEVER = np.iinfo(np.int64).max
 
 
+@state_class
 @dataclass
 class ConditionStats:
     """Mergeable statistics of one condition at one site.
@@ -77,6 +79,7 @@ class ConditionStats:
         return 1.0 - self.residual_sq / total if total > 0 else math.nan
 
 
+@state_class
 @dataclass
 class SiteState:
     """Everything sae-features keeps for one SAE at one site."""
