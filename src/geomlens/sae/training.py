@@ -232,7 +232,7 @@ def cached_sae(
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
     when it is not there yet. ``corpus`` names ``data`` in the cache key."""
     config = config or TrainingConfig()
-    key = _cache_key(adapter, site, corpus, config)
+    key = cache_key(adapter, site, corpus, config)
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
         check_entry(folder, key)  # never trusted by its folder name alone
@@ -248,7 +248,8 @@ def cached_sae(
     return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
 
 
-def _cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+def cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+    """What a cached SAE was made for; reuse checks it (the folder name alone is not trusted)."""
     return {
         "model": adapter.model_id,
         # The same model name may stand for other weights (a model retrained into its folder).
@@ -268,7 +269,7 @@ def is_cached(
     cache_dir: str | Path | None = None,
 ) -> bool:
     """Whether :func:`cached_sae` would reuse a saved SAE (no training) for these arguments."""
-    key = _cache_key(adapter, site, corpus, config or TrainingConfig())
+    key = cache_key(adapter, site, corpus, config or TrainingConfig())
     return cache_entry(key, cache_dir).is_dir()
 
 
