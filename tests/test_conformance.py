@@ -49,6 +49,38 @@ def test_roberta_positions_pass_and_the_parallel_block_adds_up():
     assert "sum of parts" in {c.name: c for c in neox}["blocks.0.hook_resid_post"].detail
 
 
+@pytest.mark.parametrize("model_type", ["roberta", "xlm-roberta"])
+def test_roberta_positions_pass_when_a_real_token_equals_the_pad_id(model_type):
+    # No tokenizer: the check's own token ids include 1, RoBERTa's pad id. The adapter numbers
+    # real tokens by the attention mask from padding_idx + 1; the reference run numbered them
+    # from the token ids, gave token 1 the padding position and reported a false 2.2.
+    hf_model, _ = tiny_encoder(model_type, pad_token_id=1, max_position_embeddings=64)
+    checks = check_adapter(NNsightAdapter(hf_model))
+    assert all_passed(checks), failing(checks)
+    own = {c.name: c for c in checks}["own hidden states"].detail
+    assert "not compared" not in own
+
+
+def test_mamba_hidden_states_are_read_from_the_first_blocks_output():
+    # transformers' Mamba leaves the embeddings out of hidden_states (entry L is block L's
+    # output): block L's input is entry L - 1, not L.
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(
+        "mamba",
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        state_size=4,
+    )
+    hf_model = AutoModelForCausalLM.from_config(config).eval()
+    checks = check_adapter(NNsightAdapter(hf_model))
+    assert all_passed(checks), failing(checks)
+    own = {c.name: c for c in checks}["own hidden states"].detail
+    assert own.startswith("2 residual sites equal output_hidden_states"), own
+
+
 class Swapped(NNsightAdapter):
     """Reads two sites into each other's place (a table entry pointing at the wrong module)."""
 

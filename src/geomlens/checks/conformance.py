@@ -131,14 +131,49 @@ def reference_model(adapter: Adapter) -> torch.nn.Module | None:
     return original if isinstance(original, torch.nn.Module) else None
 
 
+#: Model types whose ``hidden_states`` leave out the embeddings: entry ``L`` is block ``L``'s
+#: output and the last entry is the final norm's (transformers' Mamba models), so block ``L``'s
+#: ``resid_pre`` is entry ``L - 1`` there.
+HIDDEN_STATES_FROM_FIRST_BLOCK = frozenset({"mamba", "mamba2", "falcon_mamba"})
+
+
+def _hidden_state_offset(model: torch.nn.Module) -> int:
+    """How far the model's ``hidden_states`` index lies before block ``L``'s input (0, or 1
+    where the embeddings are left out)."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    return 1 if model_type in HIDDEN_STATES_FROM_FIRST_BLOCK else 0
+
+
+def _reference_positions(model: torch.nn.Module, length: int) -> torch.Tensor | None:
+    """Positions for the reference run of one unpadded example, where the model would number
+    them from its token ids: RoBERTa-style embeddings (a position table with a padding row)
+    count from ``padding_idx + 1`` over tokens that differ from the pad id, so a real token
+    that happens to equal the pad id (token 1 in a tokenizer-less check) would be given the
+    padding position. The adapters number real tokens by the attention mask; so does this."""
+    for module in model.modules():
+        table = getattr(module, "position_embeddings", None)
+        pad = getattr(module, "padding_idx", None)
+        if (
+            isinstance(table, torch.nn.Embedding)
+            and isinstance(pad, int)
+            and table.padding_idx is not None
+        ):
+            return (torch.arange(length) + pad + 1).unsqueeze(0)
+    return None
+
+
 def _own_hidden_states(
     model: torch.nn.Module, inputs: ModelInputs, row: int
 ) -> tuple[torch.Tensor, ...] | None:
     """The model's own hidden states for one example run alone (unpadded), or None."""
     ids = inputs.input_ids[row][inputs.attention_mask[row].bool()].unsqueeze(0)
+    kwargs: dict[str, Any] = {"input_ids": ids, "output_hidden_states": True}
+    positions = _reference_positions(model, ids.shape[1])
+    if positions is not None:
+        kwargs["position_ids"] = positions.to(ids.device)
     try:
         with torch.no_grad():
-            out = model(input_ids=ids, output_hidden_states=True)
+            out = model(**kwargs)
     except (TypeError, ValueError, RuntimeError, AttributeError):
         return None
     hidden = getattr(out, "hidden_states", None)
@@ -162,9 +197,12 @@ def hidden_state_errors(
     if model is None:
         return "no Hugging Face module to compare with (TransformerLens's own model)"
     n_layers = adapter.n_layers
-    targets = {f"blocks.{layer}.hook_resid_pre": layer for layer in range(n_layers)}
-    targets.update({f"blocks.{layer}.hook_resid_post": layer + 1 for layer in range(n_layers - 1)})
-    targets = {site: index for site, index in targets.items() if site in activations}
+    offset = _hidden_state_offset(model)
+    targets = {f"blocks.{layer}.hook_resid_pre": layer - offset for layer in range(n_layers)}
+    targets.update(
+        {f"blocks.{layer}.hook_resid_post": layer + 1 - offset for layer in range(n_layers - 1)}
+    )
+    targets = {s: index for s, index in targets.items() if s in activations and index >= 0}
     errors = dict.fromkeys(targets, 0.0)
     for row in range(inputs.batch_size):
         hidden = _own_hidden_states(model, inputs, row)
@@ -257,6 +295,8 @@ def check_adapter(
     activations = adapter.capture(inputs, sites)
     padding = {side: _padding_errors(adapter, dataset, sites, side) for side in ("right", "left")}
     hidden = hidden_state_errors(adapter, inputs, activations)
+    reference = reference_model(adapter)
+    offset = _hidden_state_offset(reference) if reference is not None else 0
     sums = additivity_errors(adapter, inputs, activations)
     widths = expected_widths(adapter)
     batch_shape = tuple(inputs.attention_mask.shape)
@@ -290,7 +330,7 @@ def check_adapter(
             facts.append(f"own hidden state {hidden[site]:.0e}")
             if hidden[site] > atol:
                 layer = layer_of(site) or 0
-                index = layer if site.endswith("resid_pre") else layer + 1
+                index = (layer if site.endswith("resid_pre") else layer + 1) - offset
                 problems.append(
                     f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g}"
                 )
