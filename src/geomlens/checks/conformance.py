@@ -62,19 +62,31 @@ def expected_widths(adapter: Adapter) -> dict[str, int]:
     checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
     model = getattr(adapter, "model", None)
     cfg = getattr(model, "cfg", None)  # TransformerLens
+    original = getattr(model, "original_model", None)  # a TransformerBridge's Hugging Face model
+    if cfg is not None and isinstance(original, torch.nn.Module) and hasattr(original, "config"):
+        # A bridge's cfg is derived, and not always right (OPT: d_mlp = 4 * d_model whatever
+        # the config's ffn_dim); the Hugging Face config is what the model was built from.
+        return _hf_widths(original.config, original)
     if cfg is not None and getattr(cfg, "d_model", None):
         widths = {"d_model": cfg.d_model, "embed": cfg.d_model, "vocab": cfg.d_vocab_out}
         if getattr(cfg, "d_mlp", None):
             widths["d_mlp"] = cfg.d_mlp
         return widths
-    config = getattr(adapter, "config", None)
+    return _hf_widths(getattr(adapter, "config", None), model)
+
+
+def _hf_widths(config: Any, model: Any) -> dict[str, int]:
+    """:func:`expected_widths` from a Hugging Face config (and the model's output head)."""
     d_model = _first_field(config, D_MODEL_FIELDS)
     if d_model is None:
         return {}
     widths = {"d_model": d_model, "embed": _first_field(config, EMBED_FIELDS) or d_model}
-    d_mlp = _first_field(config, D_MLP_FIELDS)
-    if d_mlp is None and getattr(config, "expansion_ratio", None):  # MPT
-        d_mlp = int(config.expansion_ratio * d_model)
+    if getattr(config, "model_type", None) == "mpt":
+        # transformers' MptMLP is 4 * d_model wide whatever the config's expansion_ratio (or a
+        # stray intermediate_size) says.
+        d_mlp: int | None = 4 * d_model
+    else:
+        d_mlp = _first_field(config, D_MLP_FIELDS)
     if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):
         d_mlp = 4 * d_model  # GPT-2-style configs leave n_inner unset for 4 * d_model
     if d_mlp is not None:
