@@ -24,7 +24,6 @@ from geomlens.analyses.concept_geometry import (
     site_averages,
     task_rng,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 ALPHA_COLUMNS = ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null", "alpha_null_p95")
@@ -58,9 +57,10 @@ def abstraction_table(state: ConceptState, config: AbstractionConfig, seed: int)
     return rows
 
 
-@register_analysis("abstraction")
 class Abstraction(ConceptAnalysis):
     """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
+
+    name = "abstraction"
 
     Config = AbstractionConfig
     config: AbstractionConfig

@@ -28,7 +28,6 @@ from geomlens.analyses.concept_geometry import (
     plot_by_layer,
     site_averages,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy")
@@ -79,9 +78,10 @@ def plot_ccgp(axis: Any, rows: list[dict]) -> None:
     axis.set_ylabel("probe accuracy")
 
 
-@register_analysis("ccgp")
 class CCGP(ConceptAnalysis):
     """Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy."""
+
+    name = "ccgp"
 
     Config = CCGPConfig
     config: CCGPConfig

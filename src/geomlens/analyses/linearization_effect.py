@@ -30,7 +30,6 @@ from geomlens.analyses.concept_geometry import (
     plot_by_layer,
     site_averages,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
 from geomlens.hooks.linearize import (
     MODES,
@@ -74,9 +73,10 @@ def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, int]:
     return float(losses[pairs].sum()), int(pairs.sum())
 
 
-@register_analysis("linearization-effect", aliases=("linearization_effect",))
 class LinearizationEffect(Analysis):
     """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
+
+    name = "linearization-effect"
 
     Config = LinearizationEffectConfig
     config: LinearizationEffectConfig

@@ -29,7 +29,6 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from geomlens.analyses.base import option
-from geomlens.analyses.registry import register_analysis
 from geomlens.analyses.similarity import (
     Similarity,
     SimilarityConfig,
@@ -275,13 +274,14 @@ class ResolutionConfig(SimilarityConfig):
             raise ValueError("confidence must be in (0, 1) and bootstrap >= 0.")
 
 
-@register_analysis("resolution")
 class Resolution(Similarity):
     """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
 
     Families: step, linear, exponential, Gaussian; the empirical and the fitted g's (p_S, p_I)
     are placed against the universal front (see the module docstring).
     """
+
+    name = "resolution"
 
     Config = ResolutionConfig
     config: ResolutionConfig

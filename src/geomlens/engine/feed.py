@@ -114,6 +114,32 @@ def union_sites(analyses: Sequence[Analysis], adapter: Adapter) -> list[str]:
     return sorted(wanted, key=lambda s: order.get(s, len(order)))
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run forms and feeds its batches: the five settings ``gl.run`` and ``stream`` take,
+    checked once and passed as one value (and recorded as one in a checkpoint and provenance)."""
+
+    batch_size: int = DEFAULT_BATCH_SIZE
+    padding_side: PaddingSide = "right"
+    max_length: int | None = DEFAULT_MAX_LENGTH
+    progress: bool | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_run_limits(
+            batch_size=self.batch_size, padding_side=self.padding_side, max_length=self.max_length
+        )
+
+    def recorded(self) -> dict[str, Any]:
+        """What a result's provenance and a checkpoint's arguments record (progress is not)."""
+        return {
+            "batch_size": self.batch_size,
+            "padding_side": self.padding_side,
+            "max_length": self.max_length,
+            "seed": self.seed,
+        }
+
+
 @dataclass
 class FeedSummary:
     """What a pass over the data did: the sites read, and the rows and tokens folded in."""
@@ -156,12 +182,8 @@ def _feed(
     analyses: Sequence[Analysis],
     adapter: Adapter,
     data: Dataset | StreamedData,
+    settings: RunSettings,
     *,
-    batch_size: int,
-    padding_side: PaddingSide,
-    max_length: int | None,
-    progress: bool | None,
-    seed: int,
     rows: np.ndarray | None = None,
     shard: Shard = SINGLE_PROCESS,
     checkpoint: Checkpoint | None = None,
@@ -173,12 +195,12 @@ def _feed(
     stalled by the loop itself.
     """
     sized = isinstance(data, Dataset)
-    check_run_limits(batch_size=batch_size, padding_side=padding_side, max_length=max_length)
+    batch_size = settings.batch_size
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
     num_examples = len(data) if sized else data.length
-    context = RunContext(adapter, num_examples, seed, columns)
+    context = RunContext(adapter, num_examples, settings.seed, columns)
     for analysis in analyses:
         if analysis.context is None:
             analysis.setup(context)
@@ -208,7 +230,9 @@ def _feed(
         desc="geomlens",
         unit="row",
         # None: tqdm decides (shown on a terminal only); one bar per job, on rank 0.
-        disable=True if not shard.is_main else (None if progress is None else not progress),
+        disable=True
+        if not shard.is_main
+        else (None if settings.progress is None else not settings.progress),
         leave=False,
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
@@ -234,7 +258,7 @@ def _feed(
     with bar:
         to_run = batches_to_run()
         for inputs in encoded_batches(
-            adapter, to_run, padding_side=padding_side, max_length=max_length
+            adapter, to_run, padding_side=settings.padding_side, max_length=settings.max_length
         ):
             ((number, chunk, index),) = current
             captured = capture_batch(adapter, inputs, sites)
@@ -288,17 +312,8 @@ def stream(
     """
     if rows is not None and not isinstance(dataset, Dataset):
         raise ValueError("rows= selects rows of a sized Dataset; streamed data has no row index.")
-    summary = _feed(
-        analyses,
-        adapter,
-        dataset,
-        batch_size=batch_size,
-        padding_side=padding_side,
-        max_length=max_length,
-        progress=progress,
-        seed=seed,
-        rows=rows,
-    )
+    settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
+    summary = _feed(analyses, adapter, dataset, settings, rows=rows)
     return summary.sites
 
 
@@ -357,6 +372,7 @@ def run(
     """
     from geomlens.hooks.attach import attach
 
+    settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
     dataset = prepare_data(data, adapter)
@@ -373,10 +389,7 @@ def run(
         "model": adapter.describe(),
         "interventions": [site for site, _ in adapter.active_edits],
         "linearizations": active_linearizations(adapter),
-        "batch_size": batch_size,
-        "padding_side": padding_side,
-        "max_length": max_length,
-        "seed": seed,
+        **settings.recorded(),
         "world_size": shard.world_size,
     }
     if shard.world_size > 1:  # which batches a rank ran depends on how the data were dealt
@@ -386,18 +399,7 @@ def run(
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
-    summary = _feed(
-        built,
-        adapter,
-        dataset,
-        batch_size=batch_size,
-        padding_side=padding_side,
-        max_length=max_length,
-        progress=progress,
-        seed=seed,
-        shard=shard,
-        checkpoint=saver,
-    )
+    summary = _feed(built, adapter, dataset, settings, shard=shard, checkpoint=saver)
     gathered = gather_to_main(
         [[a.state_dict() for a in built], summary.rows, int(summary.tokens)], shard, adapter.device
     )
