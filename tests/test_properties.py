@@ -119,9 +119,14 @@ def test_bootstrap_and_null_of_alpha_stay_in_range(means, seed):
     scores = abstraction_scores(
         means, np.random.default_rng(seed), n_bootstrap=30, n_shuffles=30, confidence=0.9
     )
-    for key in ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null", "alpha_null_p95"):
+    keys = ["alpha", "alpha_null", "alpha_null_p95", "alpha_null_p95_across_contexts"]
+    if means.shape[1] >= 3:
+        keys += ["alpha_ci_low", "alpha_ci_high"]
+        assert scores["alpha_ci_low"] <= scores["alpha_ci_high"] + 1e-12
+    else:  # two contexts: no interval over contexts exists
+        assert np.isnan(scores["alpha_ci_low"]) and np.isnan(scores["alpha_ci_high"])
+    for key in keys:
         assert -1 - 1e-9 <= scores[key] <= 1 + 1e-9, key
-    assert scores["alpha_ci_low"] <= scores["alpha_ci_high"] + 1e-12
     assert 0 < scores["alpha_p_value"] <= 1
 
 

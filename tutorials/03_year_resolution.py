@@ -15,8 +15,9 @@
 #
 # How far apart must two years be before a model represents them as unalike? The
 # `similarity` analysis measures g(d), the mean similarity of two stimuli at distance d, from a
-# model's representations; `resolution` fits g(d) with four families (step, linear decay,
-# exponential, Gaussian), picks one by AIC, reports the resolution scale ε and the floor Δ with
+# model's representations; `resolution` fits g(d), keeping the measured g(0) = 1, with step,
+# linear, exponential, Gaussian and two-scale families, picks one by AIC, reports ε, the
+# half-width, the floor Δ and the centring offset with
 # bootstrap intervals, and places each layer in the (p_S, p_I) plane against the theory's
 # front (docs/theory.md, docs/similarity.md).
 

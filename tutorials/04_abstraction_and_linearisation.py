@@ -42,7 +42,8 @@ print(per_task[["site", "task", "alpha", "alpha_ci_low", "alpha_ci_high", "alpha
 
 # %%
 probe = results["ccgp"].to_frame("per_task")
-print(probe[["site", "task", "ccgp", "within_context_accuracy"]].tail(6))
+columns = ["site", "task", "ccgp", "within_context_accuracy", "mixed_context_accuracy"]
+print(probe[columns].tail(6))  # within-context: NaN where a context has one row per value
 
 # %% [markdown]
 # ## Local linearisation

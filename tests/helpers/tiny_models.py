@@ -73,9 +73,12 @@ def tiny_gpt2(seed: int = 0) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
     return _seeded(GPT2LMHeadModel, config, seed), tokenizer
 
 
-def tiny_llama(seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32."""
-    tokenizer = tiny_tokenizer()
+def tiny_llama(
+    seed: int = 0, tokenizer: PreTrainedTokenizerFast | None = None
+) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32;
+    over ``tokenizer`` when given (its vocabulary sizes the model)."""
+    tokenizer = tokenizer or tiny_tokenizer()
     config = LlamaConfig(
         hidden_size=32,
         intermediate_size=64,

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
     builtin_analyses,
@@ -34,7 +35,6 @@ from geomlens.engine.benchmarking import (
     interleaved,
     labelled_corpus,
 )
-from geomlens.engine import build_analyses, stream
 from geomlens.results import atomic_write_text
 
 

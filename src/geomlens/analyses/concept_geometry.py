@@ -12,7 +12,6 @@ Formulas: docs/abstraction.md.
 
 from __future__ import annotations
 
-import itertools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from geomlens.analyses.alpha_scores import alpha_draws, summarise_alpha
+from geomlens.analyses.alpha_scores import pairwise_alpha as pairwise_alpha  # re-exported
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
+from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.pooling import pool_tokens
 
@@ -221,19 +224,6 @@ def task_rng(seed: int, site: str, task: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(f"{site}\x00{task}".encode())])
 
 
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
-def pairwise_alpha(differences: np.ndarray) -> float:
-    """α: the mean cosine over pairs of distinct rows of ``differences`` ``[k, d]``."""
-    unit = _unit_rows(differences)
-    cosines = unit @ unit.T
-    upper = np.triu_indices(len(unit), k=1)
-    return float(cosines[upper].mean())
-
-
 def abstraction_scores(
     means: np.ndarray,
     rng: np.random.Generator,
@@ -241,119 +231,51 @@ def abstraction_scores(
     n_bootstrap: int,
     n_shuffles: int,
     confidence: float,
+    null: str = "within-context",
 ) -> dict[str, float]:
-    """α, its bootstrap CI over contexts, and the label-shuffle null, from class means
-    ``[2, k, d]`` (concept value × context)."""
-    differences = means[1] - means[0]
-    k = differences.shape[0]
-    unit = _unit_rows(differences)
-    cosines = unit @ unit.T
-    alpha = pairwise_alpha(differences)
-    # Bootstrap: resample contexts; a context drawn twice is not paired with itself.
-    draws = rng.integers(0, k, size=(n_bootstrap, k))
-    boot = np.empty(n_bootstrap)
-    for b, idx in enumerate(draws):
-        distinct = idx[:, None] != idx[None, :]
-        boot[b] = cosines[np.ix_(idx, idx)][distinct].mean() if distinct.any() else alpha
-    tail = (1 - confidence) / 2
-    # Null: the 2k class means dealt at random into k (+, −) pairs (concept and context labels
-    # shuffled together), so no shared concept direction is left.
-    flat = means.reshape(2 * k, -1)
-    null = np.empty(n_shuffles)
-    for s in range(n_shuffles):
-        dealt = flat[rng.permutation(2 * k)]
-        null[s] = pairwise_alpha(dealt[:k] - dealt[k:])
-    return {
-        "alpha": alpha,
-        "alpha_ci_low": float(np.quantile(boot, tail)),
-        "alpha_ci_high": float(np.quantile(boot, 1 - tail)),
-        "alpha_null": float(null.mean()),
-        "alpha_null_p95": float(np.quantile(null, 0.95)),
-        "alpha_p_value": float((1 + np.sum(null >= alpha)) / (1 + n_shuffles)),
-        "n_contexts": float(k),
-    }
+    """α, its bootstrap CI over contexts (NaN with fewer than three contexts) and the
+    label-shuffle nulls, from class means ``[2, k, d]`` (concept value × context); see
+    :mod:`geomlens.analyses.alpha_scores`."""
+    draws = alpha_draws(means, rng, n_bootstrap=n_bootstrap, n_shuffles=n_shuffles)
+    return summarise_alpha(draws, confidence=confidence, null=null)
 
 
-def context_splits(contexts: Sequence[str], max_splits: int) -> tuple[str, list[list[str]]]:
-    """How CCGP holds contexts out: (scheme name, list of held-out context sets).
-
-    Up to 6 contexts: every balanced split (half the contexts held out; for 2, both
-    directions). More: leave one context out, or, past ``max_splits`` contexts (when
-    ``max_splits`` > 0), ``max_splits`` groups of contexts held out in turn.
-    """
-    contexts = list(contexts)
-    k = len(contexts)
-    if k <= 6:
-        held = [list(c) for c in itertools.combinations(contexts, k // 2)]
-        return "all balanced splits", held
-    if max_splits <= 0 or k <= max_splits:
-        return "leave one context out", [[c] for c in contexts]
-    groups = [contexts[i::max_splits] for i in range(max_splits)]
-    return f"{max_splits} groups of contexts held out in turn", groups
-
-
-def _probe(inverse_regularisation: float, seed: int) -> Any:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    return make_pipeline(
-        StandardScaler(),
-        LogisticRegression(C=inverse_regularisation, max_iter=5000, random_state=seed),
-    )
-
-
-def ccgp_scores(
-    rows: np.ndarray,
-    concept: np.ndarray,
-    context: np.ndarray,
-    *,
-    seed: int,
-    max_splits: int,
-    folds: int,
-    inverse_regularisation: float,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """CCGP (accuracy on held-out contexts, mean over splits) and the within-context accuracy
-    (stratified cross-validation with rows split at random, so test contexts were seen in
-    training), plus one record per split."""
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
-
-    both = sorted({x for x in context if len(set(concept[context == x])) == 2})
-    keep = np.isin(context, both)
-    rows, concept, context = rows[keep], concept[keep], context[keep]
-    scheme, held_out = context_splits(both, max_splits)
-    splits = []
-    for held in held_out:
-        test = np.isin(context, held)
-        probe = _probe(inverse_regularisation, seed).fit(rows[~test], concept[~test])
-        accuracy = float(probe.score(rows[test], concept[test]))
-        splits.append({"held_out": "|".join(held), "accuracy": accuracy, "n_test": int(test.sum())})
-    smallest_class = min(np.sum(concept == value) for value in set(concept))
-    n_folds = max(2, min(folds, smallest_class))
-    folds_split = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    within = cross_val_score(
-        _probe(inverse_regularisation, seed), rows, concept, cv=folds_split
-    ).mean()
-    summary = {
-        "ccgp": float(np.mean([s["accuracy"] for s in splits])),
-        "within_context_accuracy": float(within),
-        "n_contexts": float(len(both)),
-        "n_splits": float(len(splits)),
-        "split_scheme": scheme,
-    }
-    return summary, splits
+def _defined(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value))
 
 
 def site_averages(rows: list[dict[str, Any]], columns: Sequence[str]) -> dict[str, float]:
-    """``{"<site>.<column>": mean over tasks}`` for each numeric column."""
+    """``{"<site>.<column>": mean over the tasks where the column is defined}`` for each
+    numeric column (NaN when no task defines it; :func:`site_tasks` names the tasks)."""
     metrics: dict[str, float] = {}
     for site in dict.fromkeys(r["site"] for r in rows):
         mine = [r for r in rows if r["site"] == site]
         for column in columns:
-            values = [r[column] for r in mine if r.get(column) is not None]
-            if values:
-                metrics[f"{site}.{column}"] = float(np.mean(values))
+            present = [r[column] for r in mine if column in r]
+            if not present:
+                continue
+            values = [v for v in present if _defined(v)]
+            metrics[f"{site}.{column}"] = float(np.mean(values)) if values else float("nan")
     return metrics
+
+
+def site_tasks(rows: list[dict[str, Any]], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per site: which tasks its means average (``tasks``, ``n_tasks``) and, for each
+    column some task leaves undefined, the tasks that define it (``<column>_tasks``)."""
+    table = []
+    for site in dict.fromkeys(r["site"] for r in rows):
+        mine = [r for r in rows if r["site"] == site]
+        entry: dict[str, Any] = {
+            "site": site,
+            "tasks": ", ".join(r["task"] for r in mine),
+            "n_tasks": float(len(mine)),
+        }
+        for column in columns:
+            defined = [r["task"] for r in mine if _defined(r.get(column))]
+            if len(defined) < len(mine):
+                entry[f"{column}_tasks"] = ", ".join(defined)
+        table.append(entry)
+    return table
 
 
 def layer_position(site: str, fallback: int) -> int:

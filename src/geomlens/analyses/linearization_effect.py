@@ -19,7 +19,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from geomlens.analyses.abstraction import ALPHA_COLUMNS, AbstractionConfig, abstraction_table
+from geomlens.analyses.abstraction import (
+    AbstractionConfig,
+    abstraction_draws,
+    site_alpha_metrics,
+)
+from geomlens.analyses.alpha_scores import AlphaDraws, site_mean_interval
 from geomlens.analyses.base import Analysis, Batch, RunContext, option
 from geomlens.analyses.ccgp import CCGP_COLUMNS, CCGPConfig, ccgp_tables, plot_ccgp
 from geomlens.analyses.concept_geometry import (
@@ -29,6 +34,8 @@ from geomlens.analyses.concept_geometry import (
     legend_with_styles,
     plot_by_layer,
     site_averages,
+    site_tasks,
+    task_rng,
 )
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
 from geomlens.hooks.linearize import (
@@ -181,12 +188,14 @@ class LinearizationEffect(Analysis):
         self.where = self.where or other.where
 
     # -- results -----------------------------------------------------------------------------
-    def _condition_rows(self, condition: str, seed: int) -> tuple[list[dict], list[dict]]:
+    def _condition_rows(
+        self, condition: str, seed: int
+    ) -> tuple[list[dict], list[dict], dict[tuple[str, str], AlphaDraws]]:
         state = self.states[condition]
-        alpha_rows = abstraction_table(state, self.config, seed)
+        alpha_rows, draws = abstraction_draws(state, self.config, seed)
         ccgp_rows, split_rows = ccgp_tables(state, self.config, seed)
         merged = [{**a, **c, "condition": condition} for a, c in zip(alpha_rows, ccgp_rows)]
-        return merged, [{**s, "condition": condition} for s in split_rows]
+        return merged, [{**s, "condition": condition} for s in split_rows], draws
 
     def _fidelity_metrics(self) -> dict[str, float]:
         f = self.fidelity
@@ -206,21 +215,27 @@ class LinearizationEffect(Analysis):
                 "linearization-effect saw no data; give rows with concept and context."
             )
         seed = self.context.seed if self.context is not None else 0
-        base_rows, base_splits = self._condition_rows("base", seed)
-        linearized_rows, linearized_splits = self._condition_rows("linearized", seed)
+        base_rows, base_splits, base_draws = self._condition_rows("base", seed)
+        linearized_rows, linearized_splits, linearized_draws = self._condition_rows(
+            "linearized", seed
+        )
         changed = {r["site"] for r in linearized_rows}
         # Sites before the linearised layer are the same activations in both conditions.
         linearized_rows += [
             {**r, "condition": "linearized"} for r in base_rows if r["site"] not in changed
         ]
+        linearized_draws = {**base_draws, **linearized_draws}
         per_task = base_rows + linearized_rows
         comparison = self._comparison(base_rows, linearized_rows)
-        columns = (*ALPHA_COLUMNS, *CCGP_COLUMNS)
         metrics: dict[str, float] = {}
-        for condition, rows in (("base", base_rows), ("linearized", linearized_rows)):
-            averages = site_averages(rows, columns)
+        for condition, rows, draws in (
+            ("base", base_rows, base_draws),
+            ("linearized", linearized_rows, linearized_draws),
+        ):
+            averages = site_alpha_metrics(rows, draws, self.config, seed)
+            averages.update(site_averages(rows, CCGP_COLUMNS))
             metrics.update({f"{k}_{condition}": v for k, v in averages.items()})
-        summary = self._summary(comparison)
+        summary = self._summary(comparison, base_draws, linearized_draws, seed)
         metrics.update({f"summary.{k}": v for k, v in summary.items() if k != "site"})
         metrics.update(self._fidelity_metrics())
         measure = (
@@ -241,6 +256,7 @@ class LinearizationEffect(Analysis):
                 "comparison": comparison,
                 "splits": base_splits + linearized_splits,
                 "linearization": [linearization],
+                "sites": site_tasks(base_rows, CCGP_COLUMNS),
             },
         )
 
@@ -261,14 +277,23 @@ class LinearizationEffect(Analysis):
                     "ccgp_linearized": lin["ccgp"],
                     "within_context_accuracy_base": b["within_context_accuracy"],
                     "within_context_accuracy_linearized": lin["within_context_accuracy"],
+                    "mixed_context_accuracy_base": b["mixed_context_accuracy"],
+                    "mixed_context_accuracy_linearized": lin["mixed_context_accuracy"],
                     "n_contexts": b["n_contexts"],
                 }
             )
         return rows
 
-    def _summary(self, comparison: list[dict]) -> dict[str, Any]:
+    def _summary(
+        self,
+        comparison: list[dict],
+        base_draws: dict[tuple[str, str], AlphaDraws],
+        linearized_draws: dict[tuple[str, str], AlphaDraws],
+        seed: int,
+    ) -> dict[str, Any]:
         """The seed's headline at the output of the deepest linearised layer (or the first
-        measured site after it)."""
+        measured site after it), with an interval for the mean change of α: a paired bootstrap
+        (both conditions resample the same contexts, then tasks are resampled)."""
         deepest = max(self.linearized_layers)
         sites = list(dict.fromkeys(r["site"] for r in comparison))
         after = [s for s in sites if (layer_of(s) if layer_of(s) is not None else -1) >= deepest]
@@ -276,10 +301,21 @@ class LinearizationEffect(Analysis):
         mine = [r for r in comparison if r["site"] == site]
         alpha_up = [r["alpha_linearized"] > r["alpha_base"] for r in mine]
         ccgp_up = [r["ccgp_linearized"] >= r["ccgp_base"] for r in mine]
+        pairs = [(base_draws[(site, r["task"])], linearized_draws[(site, r["task"])]) for r in mine]
+        change_low, change_high = site_mean_interval(
+            [lin.alpha - base.alpha for base, lin in pairs],
+            [lin.bootstrap - base.bootstrap for base, lin in pairs],
+            task_rng(seed, site, "\x00alpha change"),
+            confidence=self.config.confidence,
+        )
+        alpha_change = float(np.mean([r["alpha_change"] for r in mine]))
         return {
             "site": site,
             "alpha_base": float(np.mean([r["alpha_base"] for r in mine])),
             "alpha_linearized": float(np.mean([r["alpha_linearized"] for r in mine])),
+            "alpha_change": alpha_change,
+            "alpha_change_ci_low": change_low,
+            "alpha_change_ci_high": change_high,
             "tasks_alpha_up": float(sum(alpha_up)),
             "ccgp_base": float(np.mean([r["ccgp_base"] for r in mine])),
             "ccgp_linearized": float(np.mean([r["ccgp_linearized"] for r in mine])),
@@ -301,11 +337,25 @@ class LinearizationEffect(Analysis):
         plot_ccgp(ax_ccgp, by_condition["base"])
         plot_by_layer(ax_ccgp, by_condition["linearized"], "ccgp", linestyle="--", labelled=False)
         ax_ccgp.set_title("CCGP beside within-context accuracy (base)", fontsize=9)
-        legend_with_styles(ax_ccgp, {"base": "-", "linearised": "--", "within-context (base)": ":"})
+        legend_with_styles(
+            ax_ccgp,
+            {
+                "base": "-",
+                "linearised": "--",
+                "within-context (base)": ":",
+                "mixed-context (base)": "-.",
+            },
+        )
         info = (result.tables.get("linearization") or [{}])[0]
+        cost = {
+            k.split(".", 1)[1].replace("_", " "): v
+            for k, v in result.metrics.items()
+            if k in ("fidelity.output_embedding_cosine", "fidelity.lm_loss_change")
+        }
         figure.suptitle(
             f"linearization-effect · {result.provenance.get('model_id', '')} · layers "
-            f"{info.get('layers')} → {info.get('mode')}"
+            f"{info.get('layers')} → {info.get('mode')} · cost: "
+            + ", ".join(f"{name} {value:.3g}" for name, value in cost.items())
         )
         figure.tight_layout()
         return figure

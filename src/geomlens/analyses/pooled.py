@@ -18,11 +18,16 @@ import torch
 
 @dataclass
 class StimulusRepresentations:
-    """The stimuli of one site: unique coordinates, mean pooled vectors, rows per stimulus."""
+    """The stimuli of one site: unique coordinates, mean pooled vectors, rows per stimulus.
+
+    ``row_vectors`` and ``stimulus_of_row`` keep the rows themselves (the same stimulus in
+    different texts), for the similarity of a stimulus with itself in another text."""
 
     coordinates: np.ndarray  # [S] or [S, k]
     vectors: np.ndarray  # [S, d], float64
     rows: np.ndarray  # [S] how many dataset rows were averaged into each stimulus
+    row_vectors: np.ndarray | None = None  # [N, d] every row's pooled vector
+    stimulus_of_row: np.ndarray | None = None  # [N] which stimulus each row is
 
 
 @dataclass
@@ -71,7 +76,9 @@ class PooledRows:
         counts = np.bincount(stimulus_of_row, minlength=len(unique))
         sums = np.zeros((len(unique), vectors.shape[1]))
         np.add.at(sums, stimulus_of_row, vectors)
-        return StimulusRepresentations(unique, sums / counts[:, None], counts)
+        return StimulusRepresentations(
+            unique, sums / counts[:, None], counts, vectors, stimulus_of_row
+        )
 
 
 def _sorted(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

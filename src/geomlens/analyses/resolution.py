@@ -1,38 +1,49 @@
 """resolution: a model's resolution scale ε and its place on the theory's (p_S, p_I) front.
 
-Built on ``similarity`` (same state, same one pass over every site): the measured g(d) is
-fitted, normalised so that g(0) = 1, by four families with a floor Δ —
+Built on ``similarity`` (same state, same one pass over every site). The measured g(d) is
+fitted with its own g(0) = 1 (a stimulus with itself; no free amplitude divides out the
+first drop) by step, linear, exponential and Gaussian families, a two-scale family (a sharp
+first drop and a slow tail) and a flat one (no resolution): see
+:mod:`geomlens.analyses.profile_fits`. The lowest AIC wins; ε, the half-width (where g is
+halfway from 1 to its far level, the same point of every family's curve), Δ (a noise floor in
+[0, 1]) and the centring offset get percentile bootstrap intervals over stimuli. Beside them:
+the measured similarity lost within the first bin (``amplitude``) and g at d = 0 across
+different texts of the same stimulus (``g0_across_texts``).
 
-* step:        g = 1 for d < ε, Δ beyond;
-* linear:      g = (1 − Δ) max(0, 1 − d/ε) + Δ;
-* exponential: g = (1 − Δ) e^(−d/ε) + Δ;
-* gaussian:    g = (1 − Δ) e^(−d²/(2ε²)) + Δ —
-
-each as amplitude × shape, so every family has three parameters (ε, Δ and the value g reaches
-as d → 0, which the normalisation divides out). The fits are least squares over all stimulus
-pairs (each bin's mean weighted by its pair count) and the family with the lowest AIC is
-chosen. ε and Δ get percentile bootstrap intervals over stimuli. From the chosen ε the ball
-measures b_p(ε) of the stimulus set give ⟨b⟩ and Var(b); the fitted g and the measured
-similarity matrix (negative similarities set to 0, as a ReLU does, so that the Luce rule
-applies) give the theory's and the empirical (p_S, p_I) through
-:func:`geomlens.theory.resolution.evaluate`; the empirical point's distance to the universal
-front and its regime are reported. See docs/similarity.md.
+⟨b⟩ and Var(b) are the ball measures at the half-width, and the regime is read from ⟨b⟩
+(with the share of bootstrap resamples that agree). The fitted g and the measured similarity
+matrix (negative similarities set to 0, as a ReLU does, so that the Luce rule applies) give
+the theory's and the empirical (p_S, p_I) through :func:`geomlens.theory.resolution.evaluate`,
+with its method (exact or Monte Carlo), trials and standard errors recorded; the empirical
+point's distance to the universal front is reported. Every number describes the model, the
+stimulus range and the centring together (table ``scale_depends_on``). See docs/similarity.md.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from geomlens.analyses.base import option
+from geomlens.analyses.profile_fits import (
+    FAMILIES,
+    HALF_WIDTH,
+    Fit,
+    chosen_fit,
+    family_shape,
+    fit_binned,
+    fit_family,
+    fitted_g,
+)
 from geomlens.analyses.similarity import (
     Similarity,
     SimilarityConfig,
     SiteSimilarity,
+    across_text_metrics,
     binned_pairs,
     distance_bins,
     g_of_d,
@@ -42,167 +53,69 @@ from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
 
-FAMILIES = ("step", "linear", "exponential", "gaussian")
+__all__ = [
+    "FAMILIES",
+    "HALF_WIDTH",
+    "Fit",
+    "Resolution",
+    "ResolutionConfig",
+    "bootstrap_fits",
+    "family_shape",
+    "fit_family",
+    "fit_profile",
+    "fitted_g",
+    "normalised_g",
+]
+
 # Noise levels whose fronts (Theorem 2) are drawn beside the universal one.
 NOISE_CURVES = (0.1, 0.3, 0.5)
-_GRID = 160
-_RESIDUAL_FLOOR = 1e-10
-
-
-def family_shape(family: str, distances: np.ndarray, epsilon: float) -> np.ndarray:
-    """The part of g that decays from 1 at d = 0 to 0 far away (Δ is added around it)."""
-    scaled = np.asarray(distances, dtype=float) / epsilon
-    if family == "step":
-        return (scaled < 1.0).astype(float)
-    if family == "linear":
-        return np.clip(1.0 - scaled, 0.0, None)
-    if family == "exponential":
-        return np.exp(-scaled)
-    if family == "gaussian":
-        return np.exp(-0.5 * scaled**2)
-    raise ValueError(f"Unknown family {family!r}; families are {FAMILIES}.")
-
-
-# Where each normalised shape falls to 1/2 (so g to (1 + Δ)/2), in units of ε: a width that
-# compares across families (ε itself means a different point of each curve).
-HALF_WIDTH = {
-    "step": 1.0,
-    "linear": 0.5,
-    "exponential": float(np.log(2.0)),
-    "gaussian": float(np.sqrt(2.0 * np.log(2.0))),
-}
+# What the scale describes: a sentence every result carries (table ``scale_depends_on``).
+SCALE_NOTE = (
+    "ε, the half-width, Δ and the offset describe this model with this stimulus range and this "
+    "similarity (centring) together: centring subtracts the mean of these stimuli, so another "
+    "range or another centre gives another curve and other numbers."
+)
 
 
 def normalised_g(family: str, epsilon: float, delta: float) -> Callable[[np.ndarray], np.ndarray]:
-    """g(d) = (1 − Δ) shape(d/ε) + Δ, so g(0) = 1."""
-    return lambda d: (1.0 - delta) * family_shape(family, d, epsilon) + delta
-
-
-@dataclass(frozen=True)
-class Fit:
-    """One family fitted to a binned profile. ``amplitude`` is the fitted g as d → 0."""
-
-    family: str
-    epsilon: float
-    delta: float
-    amplitude: float
-    rss: float
-    aic: float
-
-
-def fit_family(
-    family: str,
-    distances: np.ndarray,
-    means: np.ndarray,
-    counts: np.ndarray,
-    within: float,
-) -> Fit:
-    """Least squares of amplitude · ((1 − Δ) shape(d/ε) + Δ) to binned means.
-
-    ε and Δ are NaN when the best fit does not fall with distance from a positive value (the
-    representation shows no resolution there).
-
-    For a fixed ε the model is linear in (a, c) = (amplitude (1 − Δ), amplitude Δ), solved in
-    closed form; ε is found on a log grid then refined (step: thresholds between distances).
-    ``within`` is the pairs' squared deviation from their bin means, so the RSS and AIC are
-    those of the pair-level fit.
-    """
-    keep = counts > 0
-    d, m, w = distances[keep], means[keep], counts[keep]
-    positive = d[d > 0]
-    if len(positive) < 2:
-        raise ValueError("Fitting g(d) needs pairs at two or more positive distances.")
-
-    def solve(epsilon: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # Weighted least squares of a · shape + c, in closed form for every ε at once.
-        shape = family_shape(family, d[None, :], np.atleast_1d(epsilon)[:, None])
-        sw, sm, smm = w.sum(), (w * m).sum(), (w * m * m).sum()
-        ss, sss, ssm = shape @ w, (shape * shape) @ w, shape @ (w * m)
-        det = sss * sw - ss**2
-        flat = det <= 1e-12 * sss * sw  # shape constant over the bins: only c is fitted
-        safe = np.where(flat, 1.0, det)
-        a = np.where(flat, 0.0, (ssm * sw - ss * sm) / safe)
-        # A similarity that rises with distance is no resolution: keep a >= 0 (the constrained
-        # optimum is then the flat fit a = 0).
-        flat = flat | (a < 0)
-        a = np.where(flat, 0.0, a)
-        c = np.where(flat, sm / sw, (sss * sm - ss * ssm) / safe)
-        rss = np.maximum(smm - a * ssm - c * sm, 0.0)
-        return rss, a, c
-
-    if family == "step":
-        levels = np.unique(d)
-        candidates = (levels[1:] + levels[:-1]) / 2
-    else:
-        candidates = np.geomspace(positive.min() / 4, d.max() * 4, _GRID)
-    losses = solve(candidates)[0]
-    best = int(np.argmin(losses))
-    epsilon = float(candidates[best])
-    if family != "step":
-        low, high = candidates[max(best - 1, 0)], candidates[min(best + 1, len(candidates) - 1)]
-        refined = minimize_scalar(
-            lambda log_e: float(solve(np.exp(log_e))[0][0]),
-            bounds=(np.log(low), np.log(high)),
-            method="bounded",
-            options={"xatol": 1e-8},
-        )
-        if refined.fun <= losses[best]:
-            epsilon = float(np.exp(refined.x))
-    rss_between, a, c = (float(x[0]) for x in solve(epsilon))
-    amplitude = a + c
-    if a > 0 and amplitude > 0:
-        delta = c / amplitude
-    else:
-        # g does not fall from a positive value at d = 0: no scale to report (NaN, not a
-        # number that looks like one).
-        epsilon = delta = float("nan")
-    return Fit(
-        family, epsilon, float(delta), float(amplitude), *_rss_aic(rss_between, within, w, 3)
+    """Deprecated (kept for one release): g = (1 − Δ) shape(d/ε) + Δ; use ``Fit.g()`` or
+    :func:`geomlens.analyses.profile_fits.fitted_g`, which also take the two-scale family."""
+    warnings.warn(
+        "resolution.normalised_g is deprecated; use Fit.g() or profile_fits.fitted_g",
+        DeprecationWarning,
+        stacklevel=2,
     )
-
-
-def _rss_aic(
-    rss_between: float, within: float, counts: np.ndarray, parameters: int
-) -> tuple[float, float]:
-    """Pair-level RSS and AIC = pairs · log(RSS / pairs) + 2 · parameters."""
-    pairs = float(counts.sum())
-    rss = rss_between + within
-    # Residuals below 1e-10 per pair are rounding, not fit: they all count as that floor, so
-    # an exact profile is not "fitted better" by a family that only chases rounding errors.
-    floor = pairs * _RESIDUAL_FLOOR**2
-    return rss, float(pairs * np.log(max(rss, floor) / pairs) + 2 * parameters)
-
-
-def fit_flat(means: np.ndarray, counts: np.ndarray, within: float) -> Fit:
-    """The no-resolution model: one similarity at every distance (one parameter)."""
-    level = float(np.average(means, weights=counts))
-    rss_between = float((counts * (means - level) ** 2).sum())
-    nan = float("nan")
-    return Fit("flat", nan, nan, level, *_rss_aic(rss_between, within, counts, 1))
+    return fitted_g(family, epsilon, delta)
 
 
 def fit_profile(
     distances: np.ndarray, similarity: np.ndarray, edges: np.ndarray, pairs: tuple | None = None
 ) -> list[Fit]:
-    """Every family fitted to the pairs' similarity, binned by ``edges``."""
-    mean_d, mean_s, squares, count = binned_pairs(distances, similarity, edges, pairs)
-    keep = count > 0
-    within = float(squares[keep].sum())
-    fits = [fit_family(f, mean_d[keep], mean_s[keep], count[keep], within) for f in FAMILIES]
-    return [*fits, fit_flat(mean_s[keep], count[keep], within)]
+    """Every family fitted to the pairs' similarity, binned by ``edges``, with g(0) = 1."""
+    return fit_binned(*binned_pairs(distances, similarity, edges, pairs))
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """The chosen family refitted on resampled stimuli: one entry per resample."""
+
+    epsilon: np.ndarray
+    delta: np.ndarray
+    offset: np.ndarray
+    half_width: np.ndarray
 
 
 def bootstrap_fits(
     measured: SiteSimilarity, family: str, edges: np.ndarray, samples: int, seed: int
-) -> np.ndarray:
-    """(samples, 2) ε and Δ of ``family`` refitted on stimuli resampled with replacement.
+) -> Resampled:
+    """``family`` refitted on stimuli resampled with replacement (NaN where g does not fall).
 
     A resampled stimulus drawn twice contributes no pair with itself (its distance 0 says
-    nothing about g away from 0).
+    nothing about g away from 0; the anchor g(0) = 1 holds in every resample).
     """
     rng = np.random.default_rng(seed)
     size = len(measured.coordinates)
-    out = np.full((samples, 2), np.nan)
+    out = np.full((samples, 4), np.nan)
     for k in range(samples):
         drawn = np.sort(rng.integers(size, size=size))
         rows, cols = np.triu_indices(size, k=1)
@@ -212,12 +125,27 @@ def bootstrap_fits(
             mean_d, mean_s, squares, count = binned_pairs(
                 measured.distances, measured.similarity, edges, (rows[different], cols[different])
             )
-            keep = count > 0
-            fit = fit_family(family, mean_d[keep], mean_s[keep], count[keep], 0.0)
+            fit = fit_family(family, mean_d, mean_s, count, 0.0)
         except ValueError:
             continue
-        out[k] = fit.epsilon, fit.delta
-    return out
+        if np.isfinite(fit.epsilon):
+            out[k] = fit.epsilon, fit.delta, fit.offset, fit.half_width
+    return Resampled(*out.T)
+
+
+def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Percentile interval of the finite values (NaN, NaN when there are none)."""
+    kept = values[np.isfinite(values)]
+    if not len(kept):
+        return float("nan"), float("nan")
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(kept, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _number(value: Any) -> float:
+    """A float from a JSON value (None → NaN)."""
+    return float(value) if value is not None else float("nan")
 
 
 def _finite(value: Any) -> bool:
@@ -294,22 +222,29 @@ class Resolution(Similarity):
         profile_rows: list[dict[str, Any]] = []
         fit_rows: list[dict[str, Any]] = []
         placement_rows: list[dict[str, Any]] = []
+        scope_rows: list[dict[str, Any]] = []
         for measured in self.site_similarities():
             site = measured.site
             edges = distance_bins(measured.distances, config.bins)
-            profile_rows.extend(
-                {"site": site, **row}
-                for row in g_of_d(measured.distances, measured.similarity, config.bins)
-            )
+            rows = g_of_d(measured.distances, measured.similarity, config.bins)
+            profile_rows.extend({"site": site, **row} for row in rows)
+            first = rows[0]  # the nearest bin of distinct stimuli
             fits = fit_profile(measured.distances, measured.similarity, edges)
-            chosen = min(fits, key=lambda f: f.aic)
+            chosen = chosen_fit(fits)
             fit_rows.extend(
                 {
                     "site": site,
                     "family": f.family,
                     "epsilon": f.epsilon,
+                    "half_width": f.half_width,
                     "delta": f.delta,
-                    "amplitude": f.amplitude,
+                    "offset": f.offset,
+                    "epsilon_fast": f.epsilon_fast,
+                    "fast_share": f.fast_share,
+                    # The fraction of g(0) = 1 this fit loses within the first bin.
+                    "amplitude": float(1.0 - f.g()(np.array(first["distance"])))
+                    if np.isfinite(f.level)
+                    else float("nan"),
                     "aic": f.aic,
                     "chosen": f is chosen,
                 }
@@ -318,30 +253,54 @@ class Resolution(Similarity):
             # No interval around a scale that is not there.
             resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
             boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
-            # Resamples whose g does not fall give no ε; they are left out of the interval
+            # Resamples whose g does not fall give no ε; they are left out of the intervals
             # and counted here.
-            flat_share = float(np.mean(~np.isfinite(boot[:, 0]))) if len(boot) else float("nan")
-            tail = 100 * (1 - config.confidence) / 2
-            (eps_low, delta_low), (eps_high, delta_high) = (
-                np.nanpercentile(boot, [tail, 100 - tail], axis=0)
-                if np.isfinite(boot).all(axis=1).any()
-                else np.full((2, 2), np.nan)
-            )
-            placement = self._placement(measured, chosen, front, seed)
+            flat_share = float(np.mean(~np.isfinite(boot.epsilon))) if resamples else np.nan
+            intervals = {
+                name: _interval(getattr(boot, name), config.confidence)
+                for name in ("epsilon", "delta", "offset", "half_width")
+            }
+            placement = self._placement(measured, chosen, boot, front, seed)
             metrics.update(
                 {
                     f"{site}.epsilon": chosen.epsilon,
-                    f"{site}.epsilon_ci_low": float(eps_low),
-                    f"{site}.epsilon_ci_high": float(eps_high),
-                    f"{site}.half_width": chosen.epsilon * HALF_WIDTH.get(chosen.family, np.nan),
+                    f"{site}.epsilon_fast": chosen.epsilon_fast,
+                    f"{site}.fast_share": chosen.fast_share,
+                    f"{site}.half_width": chosen.half_width,
                     f"{site}.delta": chosen.delta,
-                    f"{site}.delta_ci_low": float(delta_low),
-                    f"{site}.delta_ci_high": float(delta_high),
+                    f"{site}.offset": chosen.offset,
+                    **{
+                        f"{site}.{name}_ci_{end}": value
+                        for name, pair in intervals.items()
+                        for end, value in zip(("low", "high"), pair)
+                    },
+                    # The measured similarity lost between a stimulus and its nearest neighbours.
+                    f"{site}.amplitude": 1.0 - first["mean"],
+                    f"{site}.first_distance": first["distance"],
+                    **across_text_metrics(measured),
                     f"{site}.bootstrap_without_scale": flat_share,
-                    **{f"{site}.{k}": v for k, v in placement.items() if k != "regime"},
+                    **{
+                        f"{site}.{k}": v
+                        for k, v in placement.items()
+                        if k not in ("regime", "method")
+                    },
                 }
             )
             placement_rows.append({"site": site, "family": chosen.family, **placement})
+            coordinates = np.asarray(measured.coordinates, dtype=float)
+            scope_rows.append(
+                {
+                    "site": site,
+                    "similarity": config.similarity,
+                    "centred_on": "mean of these stimuli"
+                    if config.similarity == "centred-cosine"
+                    else "not centred",
+                    "stimuli": len(coordinates),
+                    "coordinate_low": float(coordinates.min()),
+                    "coordinate_high": float(coordinates.max()),
+                    "note": SCALE_NOTE,
+                }
+            )
         return Result(
             self.name,
             metrics=metrics,
@@ -349,14 +308,22 @@ class Resolution(Similarity):
                 "g_of_d": profile_rows,
                 "fits": fit_rows,
                 "placement": placement_rows,
+                "scale_depends_on": scope_rows,
                 "metric": self.metric_table(),
             },
         )
 
     def _placement(
-        self, measured: SiteSimilarity, chosen: Fit, front: theory.Front, seed: int
+        self,
+        measured: SiteSimilarity,
+        chosen: Fit,
+        boot: Resampled,
+        front: theory.Front,
+        seed: int,
     ) -> dict[str, Any]:
-        """⟨b⟩, Var(b), theory and empirical (p_S, p_I), distance to the front, regime."""
+        """⟨b⟩ and Var(b) at the half-width, the regime they give (and how often the bootstrap
+        gives the same), theory and empirical (p_S, p_I) with how they were computed, and
+        the distance to the front."""
         config = self.config
         protocol = {
             "draws": config.draws,
@@ -364,35 +331,62 @@ class Resolution(Similarity):
             "samples": config.samples,
             "seed": seed,
         }
+        nan = float("nan")
         if np.isfinite(chosen.epsilon):
-            balls = finite_ball(measured.distances, chosen.epsilon)
-            shape = normalised_g(chosen.family, chosen.epsilon, min(chosen.delta, 1.0))
-            # The Luce rule needs g >= 0: a negative floor (centred cosines of far stimuli)
-            # counts as 0, as a ReLU would; the measured matrix below is treated the same way.
-            predicted = theory.evaluate(
-                measured.distances, lambda d: np.clip(shape(d), 0.0, None), 2, **protocol
-            )
-            theory_point = (predicted.p_s, predicted.p_i)
+            # The half-width means the same point of every family's curve (halfway from 1 to
+            # the floor), so ⟨b⟩ compares across layers whichever family won.
+            balls = finite_ball(measured.distances, chosen.half_width)
             mean_b, var_b = float(balls.mean()), float(balls.var())
+            regime = str(theory.regime(mean_b))
+            widths = boot.half_width[np.isfinite(boot.half_width)]
+            resampled_b = (
+                finite_ball(measured.distances, widths).mean(axis=-1) if len(widths) else []
+            )
+            b_low, b_high = _interval(np.asarray(resampled_b, dtype=float), config.confidence)
+            agreement = (
+                float(np.mean([theory.regime(float(b)) == regime for b in resampled_b]))
+                if len(widths)
+                else nan
+            )
+            # The theory's g is the fitted curve itself (g(0) = 1, no amplitude divided out),
+            # so its point compares with the empirical one. The Luce rule needs g >= 0: a
+            # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
+            fitted = chosen.g()
+            predicted = theory.evaluate(
+                measured.distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol
+            )
         else:  # no resolution scale: nothing for the theory to place
-            theory_point = (float("nan"), float("nan"))
-            mean_b = var_b = float("nan")
+            mean_b = var_b = b_low = b_high = agreement = nan
+            regime = "none"
+            predicted = None
         empirical = theory.evaluate(
             measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
         )
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
         return {
             "mean_b": mean_b,
+            "mean_b_ci_low": b_low,
+            "mean_b_ci_high": b_high,
             "var_b": var_b,
-            "p_similarity_theory": theory_point[0],
-            "p_identification_theory": theory_point[1],
+            # The regime of ⟨b⟩ (identification b < 1/4, trade-off to 1/2, interference
+            # beyond), and the share of bootstrap resamples whose ⟨b⟩ gives the same one.
+            "regime": regime,
+            "regime_agreement": agreement,
+            "p_similarity_theory": predicted.p_s if predicted else nan,
+            "p_identification_theory": predicted.p_i if predicted else nan,
+            "p_similarity_theory_se": predicted.se_s if predicted else nan,
+            "p_identification_theory_se": predicted.se_i if predicted else nan,
             "p_similarity": empirical.p_s,
             "p_identification": empirical.p_i,
+            # Exact enumeration up to ~310 stimuli (N³ trials), Monte Carlo beyond: the
+            # method, its number of trials (0 = exact) and the standard errors are recorded.
+            "method": empirical.method,
+            "samples": float(empirical.samples),
+            "p_similarity_se": empirical.se_s,
+            "p_identification_se": empirical.se_i,
             "front_distance": float(position.distance),
             "front_b": float(position.b),
             "front_beyond": float(_beyond_front(empirical.p_s, empirical.p_i)),
-            # Where the model sits: the regime of the nearest point of the front.
-            "regime": theory.regime(float(np.clip(position.b, 0, 1))),
         }
 
     @classmethod
@@ -407,16 +401,27 @@ class Resolution(Similarity):
         colours = dict(zip(sites, plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))))
         figure, (ax_g, ax_plane) = plt.subplots(1, 2, figsize=(12, 4.6))
         decaying = {s: r for s, r in chosen.items() if _finite(r["epsilon"])}
-        plot_profiles(
-            ax_g, result.tables["g_of_d"], {s: r["amplitude"] for s, r in decaying.items()}
-        )
+        plot_profiles(ax_g, result.tables["g_of_d"])
         top = max((r["distance"] for r in result.tables["g_of_d"]), default=1.0)
-        grid = np.linspace(0, top, 300)
+        grid = np.linspace(0, top, 600)
         for site, fit in decaying.items():
-            g = normalised_g(fit["family"], fit["epsilon"], fit["delta"])(grid)
+            g = fitted_g(
+                fit["family"],
+                fit["epsilon"],
+                fit["delta"] + fit["offset"],
+                _number(fit.get("epsilon_fast")),
+                _number(fit.get("fast_share")),
+            )(grid)
             ax_g.plot(grid, g, color=colours[site], lw=1)
-        ax_g.set_ylabel("g(d) / fitted g(0)")
-        ax_g.set_title("similarity profile and chosen fit per site", fontsize=9)
+        for site in sites:  # g(0) = 1 on the diagonal; the same stimulus in another text
+            ax_g.plot([0], [1.0], "o", color=colours[site], ms=3)
+            across = _number(result.metrics.get(f"{site}.g0_across_texts"))
+            if np.isfinite(across):
+                ax_g.plot([0], [across], "D", mfc="none", color=colours[site], ms=4)
+        ax_g.plot([], [], "kD", mfc="none", ms=4, label="d = 0 across texts")
+        ax_g.legend(fontsize=6, ncol=2)
+        ax_g.set_ylabel("g(d) (g(0) = 1: a stimulus with itself)")
+        ax_g.set_title("similarity profile and chosen fit per site (unscaled)", fontsize=9)
 
         universal = theory.pareto_front(401)
         ax_plane.plot(universal.p_s, universal.p_i, "k-", lw=1.5, label="universal front (Δ = 0)")

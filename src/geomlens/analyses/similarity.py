@@ -27,7 +27,8 @@ import numpy as np
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
-from geomlens.analyses.pooled import PooledRows
+from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
+from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.stimuli import Metric, parse_metric, years
 from geomlens.hooks.base import Adapter
 from geomlens.results import Result
@@ -72,6 +73,17 @@ class SimilarityConfig(AnalysisConfig):
         "Behavioural: score an option that is several tokens by its first token (otherwise "
         "such options are refused).",
     )
+    choice_set: str = option(
+        "years",
+        "Behavioural, without data: the shipped choice set, 'years' (1500-2000, options "
+        "labelled A, B, ...) or 'months' (month names, single tokens).",
+        choices=tuple(CHOICE_SETS),
+    )
+    chat_template: bool | None = option(
+        None,
+        "Behavioural, without data: ask in the tokenizer's chat template (default: when it "
+        "has one, i.e. for instruct models).",
+    )
 
     def __post_init__(self) -> None:
         if self.similarity not in SIMILARITIES:
@@ -86,12 +98,16 @@ class SimilarityConfig(AnalysisConfig):
 
 @dataclass
 class SiteSimilarity:
-    """One site's stimuli: coordinates, their distance matrix and similarity matrix."""
+    """One site's stimuli: coordinates, their distance matrix and similarity matrix.
+
+    ``across_texts`` is the similarity at d = 0 across different texts of the same stimulus
+    (see :func:`across_texts`); NaN when no stimulus has two or more rows."""
 
     site: str
     coordinates: np.ndarray
     distances: np.ndarray
     similarity: np.ndarray
+    across_texts: AcrossTexts | None = None
 
 
 class Similarity(Analysis):
@@ -130,7 +146,14 @@ class Similarity(Analysis):
         return ("coordinate",)
 
     def default_data(self, adapter: Adapter) -> Any:
-        """Years 1500–2000 every 10 years in three templates (153 texts)."""
+        """Years 1500–2000 every 10 years in three templates (153 texts); behavioural: the
+        shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
+        if self.config.mode == "behavioural":
+            return shipped_choice_set(
+                self.config.choice_set,
+                tokenizer=adapter.tokenizer,
+                chat=self.config.chat_template,
+            )
         return years().as_data()
 
     def update(self, batch: Batch) -> None:
@@ -164,6 +187,7 @@ class Similarity(Analysis):
             rows = g_of_d(measured.distances, measured.similarity, self.config.bins)
             profile_rows.extend({"site": measured.site, **row} for row in rows)
             metrics.update(profile_metrics(measured.site, rows, len(measured.coordinates)))
+            metrics.update(across_text_metrics(measured))
             if self.config.full_matrix:
                 matrix_rows.extend(similarity_table(measured))
         tables = {"g_of_d": profile_rows, "metric": self.metric_table()}
@@ -209,7 +233,8 @@ class Similarity(Analysis):
             metric = parse_metric(self.metric(stimuli.coordinates))
             distances = np.round(metric(stimuli.coordinates), 12)
             similarity = similarity_matrix(stimuli.vectors, self.config.similarity)
-            measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity))
+            texts = across_texts(stimuli, self.config.similarity)
+            measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity, texts))
         return measured
 
     # -- figure -------------------------------------------------------------------------------
@@ -255,6 +280,55 @@ def similarity_matrix(vectors: np.ndarray, how: str) -> np.ndarray:
         )
     unit = vectors / norms
     return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class AcrossTexts:
+    """g at d = 0 across texts: the mean similarity of two rows of the same stimulus in
+    different texts (the same year in two templates), its std and the number of row pairs."""
+
+    mean: float
+    std: float
+    pairs: int
+
+
+def across_texts(stimuli: StimulusRepresentations, how: str) -> AcrossTexts:
+    """The similarity of a stimulus with itself in another text, averaged over row pairs.
+
+    The diagonal of the stimulus matrix is 1 by construction (a stimulus with itself, its
+    texts averaged); this is the same stimulus seen in a different context, so 1 minus it
+    tells how much of g's first drop the text alone makes. Rows are centred with the same
+    mean as the stimulus matrix (the mean of the stimulus vectors), so the numbers compare.
+    """
+    nan = AcrossTexts(float("nan"), float("nan"), 0)
+    if stimuli.row_vectors is None or stimuli.stimulus_of_row is None:
+        return nan
+    owner = stimuli.stimulus_of_row
+    rows, cols = np.triu_indices(len(owner), k=1)
+    same = owner[rows] == owner[cols]
+    if not same.any():
+        return nan
+    rows, cols = rows[same], cols[same]
+    vectors = stimuli.row_vectors
+    if how == "negative-distance":
+        values = -np.linalg.norm(vectors[rows] - vectors[cols], axis=1)
+    else:
+        if how == "centred-cosine":
+            vectors = vectors - stimuli.vectors.mean(axis=0, keepdims=True)
+        norms = np.linalg.norm(vectors, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = (vectors[rows] * vectors[cols]).sum(axis=1) / (norms[rows] * norms[cols])
+    return AcrossTexts(float(np.mean(values)), float(np.std(values)), int(len(values)))
+
+
+def across_text_metrics(measured: SiteSimilarity) -> dict[str, float]:
+    """``g0_across_texts`` (and its pair count) beside the diagonal's g(0) = 1."""
+    texts = measured.across_texts or AcrossTexts(float("nan"), float("nan"), 0)
+    return {
+        f"{measured.site}.g0_across_texts": texts.mean,
+        f"{measured.site}.g0_across_texts_std": texts.std,
+        f"{measured.site}.g0_across_texts_pairs": float(texts.pairs),
+    }
 
 
 def distance_bins(distances: np.ndarray, bins: int | None) -> np.ndarray:

@@ -9,7 +9,7 @@ Shipped sets (``data/concepts/``, provenance in the README there):
 
 - :func:`english_concepts`: gender (48 word pairs), number (46), tense (44), degree
   (comparative/superlative, 44), and ``animacy-by-colour``, the seed paper's shape (animal vs
-  artefact crossed with red vs blue, 20 words per cell);
+  artefact crossed with red vs blue, 20 words per cell, different words in each colour);
 - :func:`bilingual_concepts`: translation concepts over 6 languages (15 language pairs, 68-96
   word pairs each): concept = language, context = the word pair.
 
@@ -52,12 +52,20 @@ def english_task_names() -> list[str]:
     return list(json.loads(_package_file("english.json")))
 
 
+def _crossed_words(spec: Mapping[str, Any], context: str, concept: str) -> list[str]:
+    """The words of one cell of a crossed set: ``words[context][concept]`` (different words per
+    context, as shipped), or ``words[concept]`` shared by every context."""
+    words = spec["words"]
+    return list(words[context][concept] if context in words else words[concept])
+
+
 def english_concepts(tasks: Iterable[str] | None = None) -> dict[str, list[str]]:
     """The shipped English two-factor sets (all of them, or the named ``tasks``).
 
     Word-pair sets give one row per word, framed by the set's sentence (``"This is the
     [[king]]."``), with context = the pair (``"king/queen"``). The crossed set
-    (``animacy-by-colour``) gives one row per word and colour, with context = the colour.
+    (``animacy-by-colour``) gives one row per word of each colour's own list, with context =
+    the colour.
     """
     sets = json.loads(_package_file("english.json"))
     chosen = list(sets) if tasks is None else list(tasks)
@@ -75,7 +83,7 @@ def english_concepts(tasks: Iterable[str] | None = None) -> dict[str, list[str]]
                     _add_row(columns, frame.format(word=word), concept, context, task)
         else:
             for context, concept in itertools.product(spec["contexts"], concepts):
-                for word in spec["words"][concept]:
+                for word in _crossed_words(spec, context, concept):
                     text = frame.format(word=word, context=context)
                     _add_row(columns, text, concept, context, task)
     return columns

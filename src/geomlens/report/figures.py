@@ -100,8 +100,15 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     b = np.linspace(0.0, 1.0, 401)
     decay_s, decay_i = resolution.linear_decay_circle(b)
     axes.plot(decay_i, decay_s, linestyle="--", label="linear decay on a circle (Prop. 1)")
+    theory_s = per_site(source, "p_similarity_theory")
+    theory_i = per_site(source, "p_identification_theory")
     for colour, site in zip(_colours(len(sites)), sites):
         axes.plot(p_i[site], p_s[site], "o", color=colour, label=layer_label(site))
+        predicted = theory_i.get(site, math.nan), theory_s.get(site, math.nan)
+        if not any(math.isnan(v) for v in predicted):  # the fitted g's own point
+            axes.plot(*predicted, "x", color=colour)
+    if theory_s:
+        axes.plot([], [], "kx", label="fitted g (same unscaled g)")
     axes.axhline(0.5, color="lightgrey", linewidth=0.8)
     axes.set_xlabel("identification accuracy p_I")
     axes.set_ylabel("similarity accuracy p_S")
@@ -117,9 +124,23 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
             "of stimuli it treats as alike); Δ is a floor of similarity between unlike stimuli. "
             "Graded similarities can do better: the dashed curve is linear decay on a circle.",
             f"The last site, {layer_label(last)}, is nearest to the front's point with "
-            f"b = {number(float(position.b))} (the {resolution.regime(float(position.b))} "
-            f"regime), at distance {number(float(position.distance))}.",
+            f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
+            f"part of the front), at distance {number(float(position.distance))}.",
         ]
+        mean_b = source.metrics.get(f"{last}.mean_b", math.nan)
+        if not math.isnan(mean_b):
+            agreement = source.metrics.get(f"{last}.regime_agreement", math.nan)
+            sure = (
+                ""
+                if math.isnan(agreement)
+                else f"; {100 * agreement:.0f} % of the bootstrap resamples agree"
+            )
+            words.append(
+                f"Its regime is read from ⟨b⟩ = {number(mean_b)} at the fitted half-width "
+                f"(interval {number(source.metrics.get(f'{last}.mean_b_ci_low', math.nan))} to "
+                f"{number(source.metrics.get(f'{last}.mean_b_ci_high', math.nan))}): "
+                f"{resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
+            )
     else:
         words = ["The analysis gave no finite (p_S, p_I) point to place."]
     return TheoryFigure("Resolution against the universal front", path.name, words)
@@ -140,19 +161,33 @@ def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> Theory
     law = abstraction.depth_per_layer(alpha[sites[0]], alpha[sites[-1]], depth)
     figure, axes = _axes("Abstraction across depth")
     positions = np.arange(len(sites))
+    low = [source.metrics.get(f"{s}.alpha_ci_low", math.nan) for s in sites]
+    high = [source.metrics.get(f"{s}.alpha_ci_high", math.nan) for s in sites]
     axes.plot(positions, [alpha[s] for s in sites], "o-", label="measured α (mean over concepts)")
+    axes.fill_between(positions, low, high, alpha=0.2, label="95 % interval of that mean")
     axes.plot(positions, law, "k--", label="balanced deep linear network through the end points")
     axes.set_xticks(positions, [layer_label(s) for s in sites], rotation=45, ha="right", fontsize=7)
     axes.set_ylabel("abstraction cosine α")
     axes.legend(fontsize=8)
     save_figure(figure, path)
     gap = float(np.max(np.abs(np.asarray([alpha[s] for s in sites]) - law)))
+    widths = [h - lo for lo, h in zip(low, high) if not (math.isnan(lo) or math.isnan(h))]
+    tasks = next((r.get("tasks") for r in source.tables.get("sites", [])), None)
     words = [
         "For a balanced deep linear network the theory says artanh α moves linearly from the "
         "first layer to the last (dashed line, drawn through the model's own end points).",
         f"The model departs from that line by at most {number(gap)}: the departure is what the "
         "nonlinearities and training of a real network add to the linear picture.",
     ]
+    if tasks:
+        words.append(f"Each point is the mean α over {tasks}.")
+    if widths:
+        mean_width = float(np.mean(widths))
+        sure = "larger" if gap > mean_width / 2 else "no larger"
+        words.append(
+            f"Its 95 % intervals (tasks and contexts resampled) are {number(mean_width)} wide "
+            f"on average, so the departure is {sure} than the uncertainty of the points."
+        )
     return TheoryFigure("Abstraction against the depth law", path.name, words)
 
 

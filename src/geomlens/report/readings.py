@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from geomlens.results import Result
+from geomlens.theory.resolution import regime
 
 Reading = Callable[[Result], list[str]]
 READINGS: dict[str, Reading] = {}
@@ -98,14 +99,19 @@ def _similarity(result: Result) -> list[str]:
     nearest, farthest = rows[0], rows[-1]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
     lines = [
-        f"g(d) is the mean similarity of two stimuli at distance d. At {layer_label(site)} it "
-        f"falls from {number(nearest['mean'])} at d = {number(nearest['distance'])} to "
-        f"{number(farthest['mean'])} at d = {number(farthest['distance'])}."
+        f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
+        f"g(0) = 1. At {layer_label(site)} g falls to {number(nearest['mean'])} already at the "
+        f"nearest distance d = {number(nearest['distance'])}, and to {number(farthest['mean'])} "
+        f"at d = {number(farthest['distance'])}."
     ]
+    across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
+    if not _missing(across):
+        lines.append(_across_texts_words(across, nearest["mean"]))
     if crossing is not None:
         lines.append(
             f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
-            "that look less alike than two random ones."
+            "that look less alike than two random ones (with the centred cosine this is partly "
+            "the centring: it makes the mean similarity of all pairs about 0)."
         )
     lines.append(
         "A g that falls with d means the model represents the stimuli's metric; how fast it "
@@ -114,30 +120,131 @@ def _similarity(result: Result) -> list[str]:
     return lines
 
 
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _across_texts_words(across: float, nearest: float) -> str:
+    """What g at d = 0 across texts says about the first drop of g."""
+    drop = 1.0 - nearest
+    share = (1.0 - across) / drop if drop > 0 else math.nan
+    return (
+        f"The same stimulus in another text has similarity {number(across)} (d = 0 across "
+        f"texts, against 1 on the diagonal): the text alone accounts for about "
+        f"{number(100 * share, 2)} % of the drop to the nearest distance."
+    )
+
+
+def _percent(share: float) -> str:
+    return "undefined" if _missing(share) else f"{100 * share:.0f} %"
+
+
 @reading("resolution")
 def _resolution(result: Result) -> list[str]:
     epsilon = per_site(result, "epsilon")
     if not epsilon:
         return []
     site = list(epsilon)[-1]
-    low = result.metrics.get(f"{site}.epsilon_ci_low", math.nan)
-    high = result.metrics.get(f"{site}.epsilon_ci_high", math.nan)
-    delta = result.metrics.get(f"{site}.delta", math.nan)
-    p_s = result.metrics.get(f"{site}.p_similarity", math.nan)
-    p_i = result.metrics.get(f"{site}.p_identification", math.nan)
-    distance = result.metrics.get(f"{site}.front_distance", math.nan)
-    return [
+
+    def metric(name: str) -> float:
+        return result.metrics.get(f"{site}.{name}", math.nan)
+
+    family = next(
+        (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
+        None,
+    )
+    lines = [
         f"At {layer_label(site)} the fitted resolution scale is ε = {number(epsilon[site])} "
-        f"(95 % interval {number(low)} to {number(high)}) with a noise floor Δ = "
-        f"{number(delta)}: stimuli closer than about ε are treated as alike.",
-        f"Measured on the stimuli themselves, a similarity test is passed with probability "
-        f"p_S = {number(p_s)} and an identification test with p_I = {number(p_i)} "
-        "(1/2 is chance for both).",
-        f"The universal front is what an all-or-nothing similarity (alike within ε, unlike "
-        f"beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
-        f"similarities can lie above it. This site sits {number(distance)} from it in the "
-        f"(p_S, p_I) plane (see the theory figure below).",
+        f"(95 % interval {number(metric('epsilon_ci_low'))} to "
+        f"{number(metric('epsilon_ci_high'))}) with a noise floor Δ = {number(metric('delta'))}"
+        + (f", {family} family" if family else "")
+        + ": the fit keeps the measured g(0) = 1, so ε describes the measured curve."
     ]
+    if family == "two-scale":
+        lines.append(
+            f"One scale does not fit: {_percent(metric('fast_share'))} of the fall happens on "
+            f"a fast scale ε_fast = {number(metric('epsilon_fast'))}, the rest on ε; the "
+            f"similarity lost already at the nearest distance "
+            f"({number(metric('first_distance'))}) is {number(metric('amplitude'))}."
+        )
+    across = metric("g0_across_texts")
+    if not _missing(across) and not _missing(metric("amplitude")):
+        lines.append(_across_texts_words(across, 1.0 - metric("amplitude")))
+    half = metric("half_width")
+    if not _missing(half):
+        below = half < metric("first_distance")
+        lines.append(
+            f"g is halfway down at d = {number(half)} (interval "
+            f"{number(metric('half_width_ci_low'))} to {number(metric('half_width_ci_high'))})"
+            + (
+                ", inside the first step of the stimulus grid: the data only bound it above."
+                if below
+                else "."
+            )
+        )
+    offset = metric("offset")
+    if not _missing(offset) and offset < 0:
+        lines.append(
+            f"Far pairs sit {number(-offset)} below zero: that is the centring offset (the "
+            "stimulus set's mean is subtracted), not noise. ε, the half-width, Δ and the "
+            "offset belong to this model, this stimulus range and this centring together."
+        )
+    mean_b = metric("mean_b")
+    if not _missing(mean_b):
+        lines.append(
+            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(mean_b)} of the "
+            "stimuli (itself included) "
+            f"(interval {number(metric('mean_b_ci_low'))} to {number(metric('mean_b_ci_high'))})"
+            f": the {regime(float(min(max(mean_b, 0.0), 1.0)))} regime, which "
+            f"{_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+        )
+    method = next(
+        (r.get("method") for r in result.tables.get("placement", []) if r["site"] == site), None
+    )
+    how = (
+        f" (Monte Carlo, {number(metric('samples'))} trials, standard errors "
+        f"{number(metric('p_similarity_se'), 2)} and {number(metric('p_identification_se'), 2)})"
+        if method == "monte_carlo"
+        else ""
+    )
+    lines.append(
+        f"Measured on the stimuli themselves, a similarity test is passed with probability "
+        f"p_S = {number(metric('p_similarity'))} and an identification test with p_I = "
+        f"{number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        + (
+            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
+            f"{number(metric('p_identification_theory'))})."
+            if not _missing(metric("p_similarity_theory"))
+            else "."
+        )
+    )
+    lines.append(
+        "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
+        "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
+        f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
+        "from it in the (p_S, p_I) plane (see the theory figure below)."
+    )
+    return lines
+
+
+def _site_row(result: Result, site: str) -> dict:
+    """The ``sites`` table's row of ``site`` (which tasks its means average), or {}."""
+    return next((r for r in result.tables.get("sites", []) if r.get("site") == site), {})
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "no interval"
+    return f"95 % interval {number(low)} to {number(high)}"
+
+
+def _direction(low: float | None, high: float | None, what: str) -> str:
+    """How sure a stated direction is, from its interval."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return f"with no interval, so the direction of {what} is not established"
+    if low > 0 or high < 0:
+        return f"the interval excludes 0, so {what} is resolved at this level"
+    return f"the interval includes 0, so the direction of {what} is not resolved"
 
 
 @reading("abstraction")
@@ -146,19 +253,34 @@ def _abstraction(result: Result) -> list[str]:
     if not alpha:
         return []
     best, worst = _extremes(alpha)
-    null = per_site(result, "alpha_null")
+    if not best:
+        return []
+    metrics = result.metrics
+    tasks = _site_row(result, best).get("tasks", "the concept sets")
     lines = [
         "α is the mean cosine between a concept's difference vectors across contexts (e.g. "
         "king − queen against actor − actress): 1 means one shared direction, 0 none.",
-        f"α is highest at {layer_label(best)} ({number(alpha[best])}) and lowest at "
-        f"{layer_label(worst)} ({number(alpha[worst])}), averaged over the concept sets.",
+        f"α is highest at {layer_label(best)} ({number(alpha[best])}, "
+        f"{_interval(metrics.get(f'{best}.alpha_ci_low'), metrics.get(f'{best}.alpha_ci_high'))}"
+        f" for the mean, tasks and contexts resampled) and lowest at {layer_label(worst)} "
+        f"({number(alpha[worst])}); each is the mean over {tasks}.",
     ]
-    if best in null:
+    p95 = metrics.get(f"{best}.alpha_null_p95")
+    if p95 is not None:
+        null = result.config.get("null", "within-context")
+        where = "inside each context" if null == "within-context" else "across contexts"
         lines.append(
-            f"With the concept labels shuffled α would be about {number(null[best])} there, "
-            "so the gap to it is the structure the labels explain."
+            f"With the concept label shuffled {where} ({null} null), the mean α there stays "
+            f"below {number(p95)} in 95 % of shuffles; the measured {number(alpha[best])} is "
+            f"{'above' if alpha[best] > p95 else 'not above'} it."
         )
     return lines
+
+
+def _mean_of(rows: list[dict], column: str) -> float:
+    values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
 
 
 @reading("ccgp")
@@ -167,41 +289,79 @@ def _ccgp(result: Result) -> list[str]:
     if not ccgp:
         return []
     best, _ = _extremes(ccgp)
-    within = result.metrics.get(f"{best}.within_context_accuracy", math.nan)
-    return [
+    if not best:
+        return []
+    rows = [r for r in result.tables.get("per_task", []) if r.get("site") == best]
+    tasks = _site_row(result, best).get("tasks", "the concept sets")
+    lines = [
         "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
         "it never saw; 0.5 is chance.",
-        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])} against "
-        f"{number(within)} within the training contexts. A CCGP close to the within-context "
-        "accuracy means the concept is coded the same way everywhere (abstractly).",
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}.",
     ]
+    within = [r for r in rows if not math.isnan(_mean_of([r], "within_context_accuracy"))]
+    without = [r for r in rows if r not in within]
+    if within:
+        lines.append(
+            f"For {', '.join(r['task'] for r in within)}, whose contexts hold several rows of "
+            f"each value, CCGP is {number(_mean_of(within, 'ccgp'))} against a within-context "
+            f"accuracy of {number(_mean_of(within, 'within_context_accuracy'))} (probes "
+            "cross-validated inside each context): a CCGP close to it means the concept is "
+            "coded the same way everywhere (abstractly)."
+        )
+    if without:
+        lines.append(
+            f"{', '.join(r['task'] for r in without)} have one row per value and context, so "
+            "no within-context accuracy exists; their mixed-context accuracy (rows split at "
+            f"random over all contexts, i.e. unseen words) is "
+            f"{number(_mean_of(without, 'mixed_context_accuracy'))} against a CCGP of "
+            f"{number(_mean_of(without, 'ccgp'))}."
+        )
+    return lines
+
+
+def _fidelity_phrase(metrics: dict[str, float]) -> str:
+    if "fidelity.output_embedding_cosine" in metrics:
+        return (
+            f"the linearised model's output embedding keeps a cosine of "
+            f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
+            "(1 = unchanged)"
+        )
+    if "fidelity.lm_loss_change" in metrics:
+        return (
+            f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
+            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))})"
+        )
+    return "its fidelity cost was not measured"
 
 
 @reading("linearization-effect")
 def _linearization_effect(result: Result) -> list[str]:
     metrics = result.metrics
+    info = (result.tables.get("linearization") or [{}])[0]
+    mode = info.get("mode", result.config.get("mode", "identity"))
     lines = [
-        "The MLP nonlinearity of the chosen layer is replaced by its linear version and α and "
-        "CCGP are measured again; the theory predicts that a nonlinearity attenuates "
-        "abstraction, so linearising should raise α."
+        f"The MLP nonlinearity of layer(s) {info.get('layers', '?')} is replaced by its linear "
+        f"version ({mode}) and α and CCGP are measured again; the theory predicts that a "
+        "nonlinearity attenuates abstraction, so linearising should raise α."
     ]
     if "summary.alpha_base" in metrics:
+        low = metrics.get("summary.alpha_change_ci_low")
+        high = metrics.get("summary.alpha_change_ci_high")
         lines.append(
-            f"Mean α goes from {number(metrics['summary.alpha_base'])} to "
-            f"{number(metrics['summary.alpha_linearized'])}, up in "
+            f"At {layer_label(info.get('summary_site', 'the summary site'))}, mean α goes from "
+            f"{number(metrics['summary.alpha_base'])} to "
+            f"{number(metrics['summary.alpha_linearized'])} (change "
+            f"{number(metrics.get('summary.alpha_change', math.nan))}, {_interval(low, high)} "
+            f"from a paired bootstrap over tasks and contexts: "
+            f"{_direction(low, high, 'the change')}), up in "
             f"{number(metrics.get('summary.tasks_alpha_up', math.nan))} of "
-            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets; CCGP goes from "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets, while "
+            f"{_fidelity_phrase(metrics)}. CCGP goes from "
             f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
-            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}."
-        )
-    fidelity = {k: v for k, v in metrics.items() if k.startswith("fidelity.")}
-    if fidelity:
-        lines.append(
-            "What it costs: "
-            + "; ".join(
-                f"{k.split('.', 1)[1].replace('_', ' ')} {number(v)}" for k, v in fidelity.items()
-            )
-            + " (between the original and the linearised model's outputs)."
+            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}, up or equal in "
+            f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
+            f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is computed "
+            "for the CCGP change: read its direction from the per-task counts only)."
         )
     return lines
 

@@ -348,7 +348,9 @@ def linear_decay_front(num: int = 201) -> Front:
 class Accuracy:
     """p_S^n and p_I^n of a finite stimulus set; unpacks as ``p_s, p_i = accuracy``.
 
-    ``se_s`` and ``se_i`` are Monte-Carlo standard errors (0 when ``exact``).
+    ``se_s`` and ``se_i`` are Monte-Carlo standard errors (0 when ``exact``); ``samples`` is
+    the number of Monte-Carlo trials (0 for exact enumeration) and ``method`` names which of
+    the two gave the numbers, so that a result can record it.
     """
 
     p_s: float
@@ -357,6 +359,11 @@ class Accuracy:
     se_i: float
     n: int
     exact: bool
+    samples: int = 0
+
+    @property
+    def method(self) -> str:
+        return "exact" if self.exact else "monte_carlo"
 
     def __iter__(self) -> Iterator[float]:
         return iter((self.p_s, self.p_i))
@@ -610,4 +617,4 @@ def evaluate(
         return Accuracy(p_s, p_i, 0.0, 0.0, n, True)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     estimate = _monte_carlo(sim, dist, nu, n, samples, rng, distinct, choice == "sampled")
-    return Accuracy(*estimate, n, False)
+    return Accuracy(*estimate, n, False, int(samples))
