@@ -212,8 +212,6 @@ def run_analyses(
     with the CLI's defaults. ``quick``: the report's small quick subsets instead (a check of
     the sections, not numbers to publish). ``runs`` (name → run(adapter)) are run too."""
     import geomlens as gl
-    from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
-    from geomlens.registry import analysis_class
 
     model = model or "all-MiniLM-L6-v2"  # the CLI's default model
     adapter = gl.load(model, backend=backend, device=device)
@@ -229,15 +227,10 @@ def run_analyses(
             raise NumbersError("analyses failed: " + "; ".join(failed))
         return {**results, **{o.name: o.result for o in outcomes}}
     for name in names:
-        analysis = analysis_class(name)()
+        analysis = gl.analysis_class(name)()
+        # gl.run's defaults (batch size, length, seed 0) are the CLI's.
         results[name] = gl.run(
-            analysis,
-            adapter,
-            analysis.default_data(adapter),
-            batch_size=DEFAULT_BATCH_SIZE,
-            max_length=DEFAULT_MAX_LENGTH,
-            seed=0,
-            progress=progress,
+            analysis, adapter, analysis.default_data(adapter), seed=0, progress=progress
         )
     return results
 

@@ -275,6 +275,160 @@ CASES = [
 ]  # fmt: skip
 
 
+# -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+def _damaged_checkpoint(folder: Path, damage: Callable[[bytes], bytes]) -> None:
+    """A finished checkpoint of a small run, its file then damaged, then resumed."""
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
+    state = folder / "state-rank0-of-1.pt"
+    state.write_bytes(damage(state.read_bytes()))
+    gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
+
+
+def _torch_bytes(value: object) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _without_states(data: bytes) -> bytes:
+    import io
+
+    payload = torch.load(io.BytesIO(data), weights_only=True)
+    return _torch_bytes({**payload, "states": []})
+
+
+DAMAGED_CHECKPOINTS = {
+    "random bytes": lambda data: bytes(
+        np.random.default_rng(0).integers(0, 256, 500, dtype=np.uint8)
+    ),
+    "JSON": lambda data: b'{"format": 1}',
+    "a list": lambda data: _torch_bytes([1, 2, 3]),
+    "zero bytes": lambda data: b"",
+    "truncated": lambda data: data[: len(data) // 2],
+    "an empty states list": _without_states,
+}
+
+
+def _saved_sae(folder: Path, edit: Callable[[Path], None]) -> Path:
+    StandardSAE(
+        StandardSAEConfig(d_in=32, d_sae=16, metadata=SAEMetadata(hook_name=SITE))
+    ).save_model(str(folder))
+    edit(folder)
+    return folder
+
+
+def _cfg(folder: Path, **changes: object) -> None:
+    config = json.loads((folder / "cfg.json").read_text())
+    (folder / "cfg.json").write_text(json.dumps({**config, **changes}))
+
+
+def _gpt2_folder(folder: Path, edit: Callable[[Path], None]) -> Path:
+    saved_model(folder, tiny_gpt2)
+    edit(folder)
+    return folder
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+def _config_width(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_embd": 48}))
+
+
+def _never_read():
+    raise AssertionError("the data were read: the bad path was found only after the passes")
+    yield
+
+
+CASES += [
+    Case(f"a damaged checkpoint: {kind}",
+         lambda tmp, damage=damage: _damaged_checkpoint(tmp / "ck", damage),
+         ValueError, ("Refused checkpoint", "state-rank0-of-1.pt", "another checkpoint directory"))
+    for kind, damage in DAMAGED_CHECKPOINTS.items()
+]  # fmt: skip
+CASES += [
+    Case("linearize calibration from a generator (not listed as accepted)",
+         lambda _: gpt2().linearize([0], "tangent", calibration=(t for t in ["the cat"])).__enter__(),
+         ValueError, ("Cannot use a generator here", "needed whole", "list(rows)")),
+    Case("a negative seed",
+         lambda _: gl.run("activation-stats", recorded(), seed=-1),
+         ValueError, ("seed must be an integer from 0 to 2**63 - 1", "-1")),
+    Case("a seed of 2**70",
+         lambda _: gl.run("activation-stats", recorded(), seed=2**70),
+         ValueError, ("seed must be an integer from 0 to 2**63 - 1", str(2**70))),
+    Case("an SAE whose cfg.json d_sae disagrees with its weights",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
+         ValueError, ("The SAE folder", "sae cannot be read", "cfg.json does not match its weights")),
+    Case("an SAE whose cfg.json is not JSON",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
+         ValueError, ("The SAE folder", "sae cannot be read", "cfg.json is not JSON")),
+    Case("a truncated SAE",
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
+         ValueError, ("The SAE folder", "sae cannot be read", "truncated")),
+    Case("a truncated model.safetensors",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: _truncate(f / "model.safetensors"))),
+         ValueError, ("Could not read the weights of model", "damaged, truncated")),
+    Case("a garbage model.safetensors",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64))),
+         ValueError, ("Could not read the weights of model", "not safetensors")),
+    Case("a config.json whose width disagrees with the weights",
+         lambda tmp: gl.load(_gpt2_folder(tmp / "m", _config_width)),
+         ValueError, ("config.json does not match its weights", "size mismatch")),
+    Case("a result whose schema_version is a string",
+         lambda _: gl.Result.from_dict({"analysis": "x", "schema_version": "1"}),
+         ValueError, ("'schema_version' must be an integer", "'1'")),
+    Case("a result whose metrics are a list",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": [1, 2]}),
+         ValueError, ("'metrics' must be an object", "list")),
+    Case("a result whose metrics are null",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": None}),
+         ValueError, ("'metrics' must be an object", "null")),
+    Case("a result with a word as a metric",
+         lambda _: gl.Result.from_dict({"analysis": "x", "metrics": {"a": "high"}}),
+         ValueError, ("metric 'a' is 'high'", "a metric is a number")),
+    Case("a result nested 100,000 deep",
+         lambda tmp: gl.Result.from_json(_written(tmp / "r.json", "[" * 100_000 + "]" * 100_000)),
+         ValueError, ("is not a geomlens result", "nested too deeply")),
+    Case("plotting a result without its tables",
+         lambda _: gl.plot(gl.Result("similarity", metrics={"a": 1.0})),
+         ValueError, ("lacks", "plot a result as the analysis wrote it")),
+    Case("a checkpoint path under a file, found before any pass",
+         lambda tmp: gl.run("activation-stats", gpt2(), _never_read(), checkpoint=_file(tmp) / "ck"),
+         ValueError, ("Checkpoint path", "a-file is a file, not a folder")),
+    Case("a site given twice (would count every token twice)",
+         lambda _: gl.run("activation-stats", recorded(), site=[SITE, SITE]),
+         OptionValueError, (f"{SITE!r} more than once", "give each one once")),
+    Case("an empty list of sites",
+         lambda _: gl.run("activation-stats", recorded(), site=[]),
+         OptionValueError, ("empty list", "names no site")),
+    Case("a row whose text is None",
+         lambda _: gl.run("activation-stats", gpt2(), [{"text": "the cat"}, {"text": None}]),
+         ValueError, ("Row 1", "'text' must be a string", "None")),
+    Case("a text column holding a list",
+         lambda _: gl.run("activation-stats", gpt2(), {"text": ["the cat", ["the", "dog"]]}),
+         ValueError, ("Row 1", "'text' must be a string", "list")),
+    Case("a NaN coordinate",
+         lambda _: gl.run("similarity", gpt2(), {"text": ["one", "two", "six"],
+                                                 "coordinate": [1.0, float("nan"), 3.0]}),
+         ValueError, ("Row 1", "coordinate nan is not finite")),
+    Case("an infinite coordinate in streamed rows",
+         lambda _: gl.run("similarity", gpt2(), iter([{"text": "one", "coordinate": 1.0},
+                                                      {"text": "two", "coordinate": float("inf")}])),
+         ValueError, ("Row 1", "coordinate inf is not finite")),
+    Case("a coordinate that is a word",
+         lambda _: gl.run("similarity", gpt2(), {"text": ["one", "two"], "coordinate": [1.0, "two"]}),
+         ValueError, ("Row 1", "coordinate 'two' is not a number", "'coordinate' column")),
+    Case("ragged coordinate vectors",
+         lambda _: gl.run("similarity", gpt2(), [{"text": "one", "coordinate": [1.0, 2.0]},
+                                                 {"text": "two", "coordinate": [1.0]}]),
+         ValueError, ("Row 1", "coordinate [1.0] has 1 entries", "same length")),
+]  # fmt: skip
+
+
 def _written(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -367,6 +521,54 @@ CLI_CASES = [
 ]  # fmt: skip
 
 
+# -- issue 19 (reliability II) -------------------------------------------------------------------
+def _lines(folder: Path, *lines: str) -> str:
+    path = folder / "data.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def _data_file(folder: Path) -> str:
+    path = folder / "d.json"
+    path.write_text(json.dumps(["the cat", "a dog"]))
+    return str(path)
+
+
+CLI_CASES += [
+    ("--seed -1", lambda m, t: ["run", "activation-stats", "--model", m, "--seed", "-1",
+                                "--out", str(t / "r.json")], ("seed must be an integer from 0",)),
+    ("--out is the --data file", lambda m, t: ["run", "activation-stats", "--model", m,
+                                               "--data", _data_file(t), "--out", str(t / "d.json")],
+     ("--out", "would overwrite the input given by --data")),
+    ("--out inside the model folder", lambda m, t: ["run", "activation-stats", "--model",
+                                                    str(saved_model(t / "m", tiny_gpt2)),
+                                                    "--out", str(t / "m" / "config.json")],
+     ("would overwrite a file in the input given by --model",)),
+    ("--out inside the checkpoint folder", lambda m, t: ["run", "activation-stats", "--model", m,
+                                                         "--checkpoint", str(t / "ck"),
+                                                         "--out", str(t / "ck" / "r.json")],
+     ("would overwrite a file in the input given by --checkpoint",)),
+    ("a site given twice", lambda m, t: ["run", "activation-stats", "--model", m, "--site", SITE,
+                                         "--site", SITE, "--out", str(t / "r.json"),
+                                         "--data", jsonl(t, [{"text": "the cat"}])],
+     (f"{SITE!r} more than once",)),
+    ("--option site=[]", lambda m, t: ["run", "activation-stats", "--model", m, "--option", "site=[]",
+                                       "--out", str(t / "r.json")], ("empty list", "names no site")),
+    ("a .jsonl text that is null names the line",
+     lambda m, t: ["run", "activation-stats", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": "the cat"}', "", '{"text": null}')],
+     ("data.jsonl:3", "'text' must be a string")),
+    ("a .jsonl text that is a list names the line",
+     lambda m, t: ["run", "activation-stats", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": ["the", "cat"]}')],
+     ("data.jsonl:1", "'text' must be a string")),
+    ("a NaN coordinate names the line",
+     lambda m, t: ["run", "similarity", "--model", m, "--out", str(t / "r.json"), "--data",
+                   _lines(t, '{"text": "the cat", "coordinate": 1}', '{"text": "a dog", "coordinate": NaN}')],
+     ("data.jsonl:2", "not finite")),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "fragments"), CLI_CASES, ids=[c[0] for c in CLI_CASES]
 )
@@ -402,3 +604,29 @@ def test_nan_only_at_padding_is_not_reported(chunk, monkeypatch):
     activations[1, 0, 0] = np.inf  # a real token
     with pytest.raises(NonFiniteActivationError, match="batch 0 \\(dataset rows 0..3\\)"):
         gl.run("activation-stats", gl.attach({SITE: activations}, attention_mask=mask))
+
+
+# -- Ctrl-C in report and sae train says so in one line (exit 130), like run ---------------------
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt  # what Ctrl-C raises in the middle of the work
+
+
+@pytest.mark.parametrize(
+    ("module", "function", "arguments", "said"),
+    [
+        ("geomlens.report.runner", "build_report", lambda m, t: ["report", "--model", m, "--out", str(t / "rep")],
+         "interrupted; the report in"),
+        ("geomlens.sae.training", "cached_sae", lambda m, t: ["sae", "train", "--model", m, "--cache-dir", str(t)],
+         "interrupted; no SAE was cached"),
+    ],
+    ids=["report", "sae train"],
+)  # fmt: skip
+def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, model_dir, tmp_path,
+                                               monkeypatch):  # fmt: skip
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), function, _interrupt)
+    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
+    assert done.exit_code == 130, done.output
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
+    assert len(lines) == 1 and lines[0].startswith(said), done.stderr

@@ -46,9 +46,13 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "geomlens.data",
         "geomlens.registry",
         "geomlens.theory",
+        "geomlens.plain_state",
         "geomlens.results",
         "geomlens.stats",
         "geomlens.version",
+        # How numbers, units and names are written; progress lines (used by every floor).
+        "geomlens.formatting",
+        "geomlens.progress",
     ),
 )
 

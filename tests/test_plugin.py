@@ -79,3 +79,29 @@ def test_plugin_runs_on_a_model_and_matches_numpy(plugin_path, tmp_path):
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert np.isfinite(metrics["mean_cosine"])
+
+
+def test_example_plugin_merge_into_an_empty_side_copies(plugin_path):
+    """The docs' merge checklist: an empty side takes a copy of the other's tensors, so a later
+    in-place change to one does not change the other."""
+    check = (
+        "import numpy as np, torch, geomlens as gl\n"
+        "from geomlens.data.dataset import as_dataset\n"
+        "from geomlens.engine import stream\n"
+        "from geomlens.hooks.recorded import RecordedAdapter\n"
+        "from geomlens_anisotropy import Anisotropy\n"
+        "x = np.random.default_rng(2).normal(size=(20, 5))\n"
+        "adapter = RecordedAdapter({'blocks.0.hook_resid_post': x})\n"
+        "full, empty = Anisotropy(), Anisotropy()\n"
+        "stream([full], adapter, as_dataset(None, num_rows=20), batch_size=8)\n"
+        "empty.merge(full)\n"
+        "before = empty.unit_sum.clone()\n"
+        "full.unit_sum.add_(1.0)\n"
+        "assert torch.equal(empty.unit_sum, before), 'merge kept the other side tensor'\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -117,3 +117,14 @@ def test_unknown_key_and_unpaired_marker_are_one_clear_error(tmp_path, results, 
     (tmp_path / "README.md").write_text("<!-- numbers:resolution-readme --> open only")
     assert script.main(["--root", str(tmp_path), "--from-report", str(report)]) == 2
     assert "without their pair" in capsys.readouterr().err
+
+
+def test_every_region_in_the_repository_has_a_section():
+    # The repository's own README and docs: every marker pair is balanced and every key is
+    # rendered by a registered module (the numbers themselves need a run: see --check).
+    script = _script()
+    registry = script.load_sections()
+    found = script.keys_in(script.documents(ROOT))
+    keys = [k for ks in found.values() for k in ks]
+    assert "resolution-readme" in keys
+    assert set(keys) <= set(registry.sections)

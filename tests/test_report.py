@@ -23,7 +23,7 @@ from geomlens.report.figures import (
     ssd_bound_with_model,
 )
 from geomlens.report.plan import builtin_analyses, quick_subset
-from geomlens.report.readings import read
+from geomlens.report.readings import HEADLINES, read
 from geomlens.theory import resolution
 
 
@@ -68,6 +68,42 @@ def test_page_opens_in_chromium_with_every_figure(quick_report, tmp_path):
     assert drawn and shown == drawn, "every figure written is on the page, and nothing else"
     assert all(image["complete"] and image["width"] > 100 for image in seen.images), seen.images
     assert screenshot.stat().st_size > 10_000
+
+
+EXPONENT = re.compile(r"\d[eE][+-]?\d")
+
+
+def _shown_value(text: str) -> float:
+    return float(text.split()[0].replace(",", "").replace("−", "-"))
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_path):
+    seen = visit(quick_report.index, tmp_path / "report.png")
+    assert not EXPONENT.search(seen.text), EXPONENT.search(seen.text).group(0)
+    everything = json.loads((quick_report.folder / "results.json").read_text())
+    cells = {(c["analysis"], c["site"], c["metric"]): c for c in seen.cells}
+    checked = 0
+    for name, saved in everything["results"].items():
+        for site in saved["provenance"]["analysis_sites"]:
+            for metric in HEADLINES.get(name, ()):
+                value = saved["metrics"].get(f"{site}.{metric}")
+                if value is None or not math.isfinite(value):
+                    continue
+                cell = cells[(name, site, metric)]  # every layer's headline metric is shown
+                scale = max(abs(value) * 5.01e-3, 0.5 if abs(value) >= 100 else 0.0)
+                assert abs(_shown_value(cell["text"]) - value) <= scale, (name, site, cell)
+                checked += 1
+    assert checked >= 6 * 10, "six layers of MiniLM, every analysis"
+    headers = {(c["analysis"], c["metric"]): c["header"] for c in seen.cells}
+    assert headers[("resolution", "epsilon")].endswith("(years)")
+    assert headers[("sae-features", "pool_size")].endswith("(latents)")
+    assert re.search(r"resolution\s+ok\s+resolution scale ε [\d,.]+ years", seen.text)
+    for image in seen.links:  # a figure opens at full size on click
+        assert image["href"] == image["src"], image
+    wide = visit(quick_report.index, tmp_path / "wide.png", width=1600)
+    for image in wide.images:  # shown at (nearly) its own size, not shrunk to the text column
+        assert image["shown"] >= 0.9 * min(image["width"], 0.96 * 1600), image
 
 
 def test_browser_check_catches_a_broken_page(tmp_path):
@@ -229,3 +265,45 @@ def test_abstraction_depth_figure_measures_the_departure_from_the_law(tmp_path):
         assert f"at most {gap:.3g}:" in " ".join(drawn.reading) or (
             gap == 0 and "at most 0:" in " ".join(drawn.reading)
         )
+
+
+def test_a_report_rerun_into_the_same_folder_holds_only_the_new_run(tmp_path):
+    """Issue 19.10: the rerun used to keep the first run's per-analysis JSON beside a
+    results.json saying the analysis failed."""
+    from helpers.tiny_models import tiny_gpt2
+
+    state = {"fail": False}
+
+    class Flaky(gl.Analysis):
+        """Succeeds on the first report, fails on the second."""
+
+        def sites(self, adapter):
+            return [adapter.sites()[-1]]
+
+        def update(self, batch):
+            if state["fail"]:
+                raise RuntimeError("planted failure")
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name, metrics={"x": 1.0})
+
+    gl.register_analysis("test-report-flaky")(Flaky)
+    try:
+        model, tokenizer = tiny_gpt2()
+        adapter = gl.attach(model, tokenizer=tokenizer)
+        build_report(adapter, out=tmp_path, quick=True, progress=False, max_length=32,
+                     analyses=["test-report-flaky"])  # fmt: skip
+        assert (tmp_path / "test-report-flaky.json").exists()
+        (tmp_path / "notes.txt").write_text("mine")  # not the report's: left alone
+        state["fail"] = True
+        build_report(adapter, out=tmp_path, quick=True, progress=False, max_length=32,
+                     analyses=["test-report-flaky"])  # fmt: skip
+    finally:
+        ANALYSES._entries.pop("test-report-flaky")
+    everything = json.loads((tmp_path / "results.json").read_text())
+    assert "planted failure" in everything["errors"]["test-report-flaky"]
+    assert not (tmp_path / "test-report-flaky.json").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -129,3 +129,17 @@ def test_sae_features_without_an_sae_trains_once_then_reuses(minilm, tmp_path, m
     assert second.metrics == first.metrics
     assert notes[0]["loss_kind"] == "final_hidden_cosine_distance"  # MiniLM is an encoder
     assert f"{SITE}.bound" not in first.metrics
+
+
+def test_training_bar_moves_every_step_and_ends_at_its_total(minilm, capsys):
+    """sae-lens moves its bar every 100 steps, so a short run sat at 0 % and ended short of
+    100 %; the bar now moves each step and ends exactly at the number of training samples."""
+    from geomlens.sae.training import train_sae
+
+    config = TrainingConfig(d_sae=32, tokens=640, batch_tokens=128, rows_per_chunk=8, passes=1)
+    train_sae(minilm, SITE, TEXTS, config)
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    counts = [line for line in bar if "Training SAE" in line and "/640" in line]
+    shown = [int(line.split("/640")[0].split()[-1]) for line in counts]
+    assert shown[-1] == 640, counts[-3:]  # the bar closes at its total, not short of it
+    assert max(shown) == 640  # and never passes it

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -41,12 +40,52 @@ def test_notebook_matches_its_script(script):
     assert any("parameters" in t for t in tags), "a parameter cell with the small CPU settings"
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
-def test_tutorial_runs_top_to_bottom(script, tmp_path):
-    env = {**os.environ, "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env["GEOMLENS_SAE_CACHE"] = env.get("GEOMLENS_SAE_CACHE", str(tmp_path / "sae-cache"))
+def _tutorials_status() -> str | None:
+    """``git status`` of tutorials/ (None outside a git checkout)."""
     ran = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env,
-        timeout=1200,
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", str(TUTORIALS)],
+        cwd=TUTORIALS, capture_output=True, text=True,
     )  # fmt: skip
-    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-4000:]
+    return ran.stdout if ran.returncode == 0 else None
+
+
+def _outputs(notebook) -> list[dict]:
+    return [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+
+
+def _text_of(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    return str(output.get("data", {}).get("text/plain", "")) + str(output.get("traceback", ""))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
+def test_tutorial_runs_as_a_notebook_with_inline_figures(script, tmp_path, monkeypatch):
+    """The notebook, executed top to bottom by nbclient in a temporary folder (as a reader's
+    Jupyter would): no error, figures shown inline (not ``<Figure size …>``), no
+    ``IProgress not found`` warning, and no file left behind in tutorials/."""
+    import nbclient
+    import nbformat
+
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1")):
+        monkeypatch.setenv(name, value)
+    if "GEOMLENS_SAE_CACHE" not in os.environ:
+        monkeypatch.setenv("GEOMLENS_SAE_CACHE", str(tmp_path / "sae-cache"))
+    before = _tutorials_status()
+    notebook = nbformat.read(script.with_suffix(".ipynb"), as_version=4)
+    client = nbclient.NotebookClient(
+        notebook, timeout=1200, kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )  # fmt: skip
+    client.execute()
+    outputs = _outputs(notebook)
+    text = "\n".join(_text_of(output) for output in outputs)
+    assert "IProgress not found" not in text
+    as_text = [
+        output for output in outputs
+        if "<Figure size" in _text_of(output) and "image/png" not in output.get("data", {})
+    ]  # fmt: skip
+    assert not as_text, "a figure shown as text instead of inline"
+    if ".plot(" in script.read_text() or "\nfigure\n" in script.read_text():
+        assert any("image/png" in output.get("data", {}) for output in outputs)
+    assert _tutorials_status() == before, "running the notebook left files in tutorials/"

@@ -24,6 +24,10 @@ BACKEND = "nnsight"  # or "transformer-lens"
 TEXTS = 24  # paragraphs of the bundled English corpus to run on
 
 # %%
+# %matplotlib inline
+import tempfile
+from pathlib import Path
+
 import geomlens as gl
 from geomlens.data.corpus import stdlib_paragraphs
 
@@ -77,13 +81,16 @@ both = gl.run(
 print(sorted(both), both["similarity"].to_frame("g_of_d").head())
 
 # %% [markdown]
-# Save the result (written atomically) and draw its figure through its analysis.
+# Save the result (written atomically; here in a temporary folder, so running the notebook
+# leaves no file behind) and draw its figure through its analysis: `plot()` returns the
+# figure, which the notebook shows; `plot("stats.png")` would also save it.
 
 # %%
-result.to_json("quickstart-stats.json")
-again = gl.Result.from_json("quickstart-stats.json")
+saved = Path(tempfile.mkdtemp(prefix="geomlens-quickstart-")) / "stats.json"
+result.to_json(saved)
+again = gl.Result.from_json(saved)
 assert again.metrics == result.metrics
-again.plot("quickstart-stats.png")
+again.plot()
 
 # %% [markdown]
 # Next: `geomlens report` runs every analysis on its shipped data and writes a web page

@@ -23,9 +23,9 @@
 EPOCHS = 40  # the paper trains 500; 40 already shows the rise toward the front
 STIMULI = 50  # l one-hot stimuli on a circle
 HIDDEN = 10  # m hidden units
-FIGURE = "pareto_and_toy.png"
 
 # %%
+# %matplotlib inline
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -44,7 +44,7 @@ assert abs(float(optimum.p_s) - 0.75) < 1e-6
 # (b < 1/4), trade-off, interference (b > 1/2).
 
 # %%
-noisy = resolution.pareto_front(201, delta=0.3)
+noisy = {delta: resolution.pareto_front(201, delta=delta) for delta in resolution.NOISE_CURVES}
 decay_s, decay_i = resolution.linear_decay_circle(b)
 for value in (0.1, 0.3, 0.7):
     print(value, resolution.regime(value))
@@ -80,11 +80,13 @@ assert run.p_s[-1] > run.p_s[0], "training on similarity trials raises p_S"
 figure = Figure(figsize=(6.5, 4.5), layout="constrained")
 FigureCanvasAgg(figure)
 axes = figure.subplots()
-axes.plot(front.p_i, front.p_s, "k", label="universal front (Δ = 0)")
-axes.plot(noisy.p_i, noisy.p_s, "grey", linestyle=":", label="front, Δ = 0.3")
-axes.plot(decay_i, decay_s, "--", label="linear decay on the circle (Prop. 1)")
-axes.plot(run.p_i, run.p_s, ".-", markersize=3, label=f"toy network, {EPOCHS} epochs")
-axes.set_xlabel("identification accuracy p_I")
-axes.set_ylabel("similarity accuracy p_S")
+axes.plot(front.p_s, front.p_i, "k", label="universal front (Δ = 0)")
+for (delta, curve), style in zip(noisy.items(), (":", "-.", (0, (1, 3)))):
+    axes.plot(curve.p_s, curve.p_i, color="grey", linestyle=style, label=f"front, Δ = {delta}")
+axes.plot(decay_s, decay_i, "--", label="linear decay on the circle (Prop. 1)")
+axes.plot(run.p_s, run.p_i, ".-", markersize=3, label=f"toy network, {EPOCHS} epochs")
+axes.set_xlabel(resolution.PLANE_AXES[0])  # p_S on x, p_I on y: as in every geomlens figure
+axes.set_ylabel(resolution.PLANE_AXES[1])
+axes.set_title("n = 2: each test trial offers two candidates")
 axes.legend()
-figure.savefig(FIGURE)
+figure

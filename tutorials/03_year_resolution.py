@@ -28,6 +28,7 @@ BOOTSTRAP = 50  # resamples for the intervals (the default is 200)
 SITES = ["blocks.1.hook_resid_post", "blocks.3.hook_resid_post", "blocks.5.hook_resid_post"]
 
 # %%
+# %matplotlib inline
 import geomlens as gl
 from geomlens.data import stimuli
 
@@ -37,7 +38,7 @@ print(len(years.texts), "texts, e.g.", years.texts[:3])
 
 # %% [markdown]
 # Both analyses read the same stimuli, so they run fused: one forward pass per batch.
-# `similarity="centred"` (the default) subtracts the stimulus-set mean before the cosine;
+# `similarity="centred-cosine"` (the default) subtracts the stimulus-set mean before the cosine;
 # the choice is recorded in the result.
 
 # %%
@@ -60,8 +61,11 @@ print(resolution.to_frame("fits").query("chosen"))
 
 # %% [markdown]
 # The figures: g(d) per layer with the fitted curves, and the layers' (p_S, p_I) points
-# against the universal front.
+# against the universal front. `plot()` returns the figure (the notebook shows it);
+# `plot("file.png")` saves it too.
 
 # %%
-results["similarity"].plot("years_g_of_d.png")
-resolution.plot("years_resolution.png")
+results["similarity"].plot()
+
+# %%
+resolution.plot()

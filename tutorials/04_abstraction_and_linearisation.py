@@ -26,6 +26,7 @@ N_BOOTSTRAP = 100  # resamples of contexts (the default is 1000)
 N_SHUFFLES = 20  # label shuffles for the null (the default is 200)
 
 # %%
+# %matplotlib inline
 import geomlens as gl
 from geomlens.data.concepts import english_concepts
 from geomlens.theory import abstraction as theory
@@ -67,7 +68,7 @@ print(linear.provenance["linearizations"])
 # %%
 effect = gl.run("linearization-effect", adapter, concepts, layers=[penultimate], **options)
 print({k: round(v, 4) for k, v in effect.metrics.items() if "." not in k})
-effect.plot("linearization_effect.png")
+effect.plot()
 
 # %% [markdown]
 # ## The theory's numbers

@@ -30,6 +30,7 @@ TRAINING = {"d_sae": 256, "tokens": 4000}  # the default is 1536 latents, 20,000
 ROWS = {"calibration_rows": 32, "heldout_rows": 24, "ood_rows": 16, "max_tokens": 64}
 
 # %%
+# %matplotlib inline
 import geomlens as gl
 from geomlens.data.ood import feature_explosion_data
 from geomlens.theory import ssd
@@ -54,7 +55,7 @@ for condition in ("heldout", "random_tokens", "replaced_15pct", "python_source")
 print(f"pool P = {result[SITE + '.pool_size']:.0f} of m = {result[SITE + '.dictionary_size']:.0f}")
 print(f"SSD = {result[SITE + '.ssd']:.1f}")
 print({k: round(v, 4) for k, v in result.metrics.items() if "epsilon_loss" in k})
-result.plot("sae_features.png")
+result.plot()
 
 # %% [markdown]
 # MiniLM is an encoder: it has no next-token loss, so the bound (which bounds that loss) is

@@ -20,6 +20,7 @@ def _run(adapter: Any) -> Any:
     return gl.run("resolution", adapter, years(1750, 2000).as_data(), progress=False)
 
 
+ANALYSES = ("resolution",)
 RUNS = {NAME: _run}
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from geomlens.plain_state import state_class
 from geomlens.theory._atomic import atomic_save_figure, atomic_write_bytes, atomic_write_text
 
 __all__ = ["Result", "atomic_save_figure", "atomic_write_bytes", "atomic_write_text", "set_drawer"]
@@ -58,6 +59,41 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_NON_FINITE = {None: math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _metric_value(name: str, value: Any) -> float:
+    """A metric as JSON holds it (null for NaN, "inf"/"-inf") as a float; anything else is not
+    a metric."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if value is None or value in ("inf", "-inf"):
+        return _NON_FINITE[value]
+    raise ValueError(
+        f"Not a geomlens result: metric {name!r} is {value!r}; a metric is a number (null for "
+        'NaN, "inf" or "-inf").'
+    )
+
+
+def check_not_an_input(flag: str, output: str | os.PathLike[str], inputs: dict[str, Any]) -> None:
+    """Refuse an output path that is one of the run's inputs, or lies inside an input folder
+    (a model, an SAE, a checkpoint): writing the result there would destroy what was read.
+    ``inputs`` maps a flag to a path (or None, or a name that is no path)."""
+    target = Path(output).expanduser().resolve()
+    for name, given in inputs.items():
+        if given is None or not isinstance(given, (str, os.PathLike)):
+            continue
+        source = Path(given).expanduser().resolve()
+        if not source.exists() and name != "--checkpoint":
+            continue  # a hub name or a release id, not a file
+        if target == source or source in target.parents:
+            raise ValueError(
+                f"{flag} {output} would overwrite {'a file in ' if target != source else ''}"
+                f"the input given by {name} ({given}); write the result elsewhere."
+            )
+
+
+@state_class  # rank 0 sends results to the other ranks as plain state
 @dataclass(repr=False)
 class Result:
     """The outcome of one analysis run.
@@ -100,28 +136,39 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
+        """A result from its JSON form; a field of the wrong shape is refused by name."""
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"Not a geomlens result: a {type(data).__name__}, not an object with "
+                "'analysis', 'metrics' and 'tables'."
+            )
         if "analysis" not in data:
             raise ValueError("Not a geomlens result: the JSON has no 'analysis' field.")
         version = data.get("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ValueError(
+                f"Not a geomlens result: 'schema_version' must be an integer; got {version!r}."
+            )
         if version > SCHEMA_VERSION:
             raise ValueError(
                 f"This result was written by a newer geomlens (schema {version}); upgrade geomlens "
                 f"to read it (this one reads schema ≤ {SCHEMA_VERSION})."
             )
-        metrics = {
-            k: (
-                float(v)
-                if v not in (None, "inf", "-inf")
-                else {None: math.nan, "inf": math.inf, "-inf": -math.inf}[v]
-            )
-            for k, v in data.get("metrics", {}).items()
-        }
+        parts = {}
+        for name in ("metrics", "tables", "config", "provenance"):
+            value = data.get(name, {})
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"Not a geomlens result: {name!r} must be an object (name → value); got "
+                    f"{type(value).__name__ if value is not None else 'null'}."
+                )
+            parts[name] = value
         return cls(
-            analysis=data["analysis"],
-            metrics=metrics,
-            tables=data.get("tables", {}),
-            config=data.get("config", {}),
-            provenance=data.get("provenance", {}),
+            analysis=str(data["analysis"]),
+            metrics={k: _metric_value(k, v) for k, v in parts["metrics"].items()},
+            tables=parts["tables"],
+            config=parts["config"],
+            provenance=parts["provenance"],
         )
 
     @classmethod
@@ -131,9 +178,21 @@ class Result:
         source = "the text given"
         if not text.lstrip().startswith("{"):
             source = str(path_or_text)
-            text = Path(path_or_text).read_text(encoding="utf-8")
+            try:
+                text = Path(path_or_text).read_text(encoding="utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{source} is not a geomlens result: not UTF-8 JSON text ({error.reason} at "
+                    f"byte {error.start}). A result file is what Result.to_json or `geomlens run "
+                    "--out` wrote."
+                ) from None
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise ValueError(
+                f"{source} is not a geomlens result: its JSON is nested too deeply to read. A "
+                "result file is what Result.to_json or `geomlens run --out` wrote."
+            ) from None
         except json.JSONDecodeError as error:
             raise ValueError(
                 f"{source} is not a geomlens result: not valid JSON ({error}). A result file is "

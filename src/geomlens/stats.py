@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
+from geomlens.plain_state import state_class
 
+
+@state_class
 @dataclass
 class StreamingMoments:
     """Per-dimension count, mean, sum of squared deviations (M2), min and max over rows.
@@ -52,8 +55,9 @@ class StreamingMoments:
                 f"update_masked takes rows [n, d] and a mask [n]; got {tuple(values.shape)} and "
                 f"{tuple(mask.shape)}."
             )
-        values = values.detach().to(torch.float64)
         keep = mask.to(values.device).bool().unsqueeze(1)
+        # Masked rows are replaced, not weighted by 0: 0 × NaN is NaN (padding may hold NaN).
+        values = torch.where(keep, values.detach().to(torch.float64), 0.0)
         weight = keep.to(torch.float64)
         count = (
             weight.sum()

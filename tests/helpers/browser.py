@@ -36,7 +36,28 @@ CHROMIUM_FLAGS = (
 )
 IMAGES_SCRIPT = (
     "JSON.stringify(Array.from(document.images).map("
-    "i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth})))"
+    "i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth,"
+    " shown: i.getBoundingClientRect().width})))"
+)
+
+#: What a reader reads: the page's text without the provenance (raw JSON for the record).
+TEXT_SCRIPT = (
+    "(() => { const copy = document.body.cloneNode(true);"
+    " copy.querySelectorAll('#provenance, style, script').forEach(e => e.remove());"
+    " return copy.innerText; })()"
+)
+#: Every headline-table cell: its analysis, site, metric and the text shown.
+CELLS_SCRIPT = (
+    "JSON.stringify(Array.from(document.querySelectorAll('table.headline td[data-metric]')).map("
+    "c => ({analysis: c.closest('table').dataset.analysis, site: c.closest('tr').dataset.site,"
+    " metric: c.dataset.metric, text: c.textContent.trim(),"
+    " header: c.closest('table').rows[0].cells[c.cellIndex].textContent.trim()})))"
+)
+#: Each image and the link around it (a figure opens full size on click).
+LINKS_SCRIPT = (
+    "JSON.stringify(Array.from(document.images).map("
+    "i => ({src: i.getAttribute('src'), href: i.closest('a') ? i.closest('a').getAttribute('href')"
+    " : null})))"
 )
 
 
@@ -56,6 +77,9 @@ class PageVisit:
     console_errors: list[str] = field(default_factory=list)
     title: str = ""
     screenshot: Path | None = None
+    text: str = ""
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Pipe:
@@ -111,8 +135,11 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageVisit:
-    """Load ``page`` (a local file) in headless Chromium; save a full-page screenshot."""
+def visit(
+    page: Path, screenshot: Path, *, chromium: str | None = None, width: int | None = None
+) -> PageVisit:
+    """Load ``page`` (a local file) in headless Chromium; save a full-page screenshot.
+    ``width``: the window's width in CSS pixels (default: Chromium's own)."""
     chromium = chromium or find_chromium()
     if chromium is None:
         raise FileNotFoundError("No chromium on PATH (Debian: apt-get install chromium).")
@@ -142,6 +169,15 @@ def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageV
         session = pipe.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             pipe.call(f"{domain}.enable", session)
+        if width is not None:
+            pipe.call(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=width,
+                height=900,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         pipe.events.clear()
         pipe.call("Page.navigate", session, url=page.resolve().as_uri())
         pipe.wait_for("Page.loadEventFired")
@@ -149,10 +185,18 @@ def visit(page: Path, screenshot: Path, *, chromium: str | None = None) -> PageV
             pipe.call("Runtime.evaluate", session, expression=IMAGES_SCRIPT)["result"]["value"]
         )
         title = pipe.call("Runtime.evaluate", session, expression="document.title")["result"]
+
+        def evaluate(script: str) -> Any:
+            return pipe.call("Runtime.evaluate", session, expression=script)["result"]["value"]
+
+        text = evaluate(TEXT_SCRIPT)
+        cells, links = json.loads(evaluate(CELLS_SCRIPT)), json.loads(evaluate(LINKS_SCRIPT))
         shot = pipe.call("Page.captureScreenshot", session, captureBeyondViewport=True)
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(base64.b64decode(shot["data"]))
-        return PageVisit(images, _errors(pipe.events), title.get("value", ""), screenshot)
+        return PageVisit(
+            images, _errors(pipe.events), title.get("value", ""), screenshot, text, cells, links
+        )
     finally:
         os.close(to_browser_write)
         os.close(from_browser_read)

@@ -1,4 +1,4 @@
-"""Closed forms of the 2FS abstraction theory (SPEC §2.3) against definitions worked out
+"""Closed forms of the 2FS abstraction theory (docs/theory.md#abstraction-two-factor-model) against definitions worked out
 independently: explicit class means, a generic ODE solver, high-precision arithmetic-free
 identities and the general-purpose dual kernels."""
 

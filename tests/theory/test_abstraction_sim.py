@@ -1,4 +1,4 @@
-"""The closed forms of the 2FS abstraction theory against its simulators (SPEC §2.3):
+"""The closed forms of the 2FS abstraction theory against its simulators (docs/theory.md#abstraction-two-factor-model):
 gradient descent with the exact ridge readout, deep linear networks, random features."""
 
 import numpy as np
@@ -22,7 +22,7 @@ def make_data(input_modes, target_modes):
 
 
 def flow_velocity(Q, sigma_x, sigma_y, gamma):
-    """dQ/dt = γ(Σ_x M Q + Q M Σ_x), M = (I + γQ)⁻¹ Σ_y (I + γQ)⁻¹ (SPEC §2.3)."""
+    """dQ/dt = γ(Σ_x M Q + Q M Σ_x), M = (I + γQ)⁻¹ Σ_y (I + γQ)⁻¹ (docs/theory.md#abstraction-two-factor-model)."""
     resolvent = np.linalg.inv(np.eye(len(Q)) + gamma * Q)
     M = resolvent @ sigma_y @ resolvent
     return gamma * (sigma_x @ M @ Q + Q @ M @ sigma_x)

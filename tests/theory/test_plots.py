@@ -29,7 +29,7 @@ def test_pareto_marks_b_along_the_front_at_the_closed_form_points():
     axes = pareto().axes[0]
     marks = {a.get_text(): a.xy for a in axes.texts if a.get_text().startswith("b = ")}
     assert set(marks) == {"b = 0", "b = 0.1", "b = 0.25", "b = 0.5", "b = 0.75", "b = 1"}
-    for label, (p_i, p_s) in marks.items():
+    for label, (p_s, p_i) in marks.items():  # p_S on x, p_I on y
         b = float(label.split("=")[1])
         # Theorem 1 at n = 2: p_S = 1/2 + b − b², p_I = 1 − b/2 (written out, not the module).
         assert p_s == pytest.approx(0.5 + b - b * b, abs=1e-9)
@@ -39,10 +39,10 @@ def test_pareto_marks_b_along_the_front_at_the_closed_form_points():
 def test_pareto_colours_the_three_regimes_over_their_b_ranges():
     axes = pareto().axes[0]
     lines = {line.get_label(): line for line in axes.get_lines()}
-    identification = lines["identification regime (b < 1/4)"].get_xdata()
-    trade_off = lines["trade-off regime (1/4 ≤ b ≤ 1/2)"].get_xdata()
-    interference = lines["interference regime (b > 1/2)"].get_xdata()
-    # x is p_I = 1 − b/2: b < 1/4 ⇔ p_I > 7/8, b > 1/2 ⇔ p_I < 3/4.
+    identification = lines["identification regime (b < 1/4)"].get_ydata()
+    trade_off = lines["trade-off regime (1/4 ≤ b ≤ 1/2)"].get_ydata()
+    interference = lines["interference regime (b > 1/2)"].get_ydata()
+    # y is p_I = 1 − b/2: b < 1/4 ⇔ p_I > 7/8, b > 1/2 ⇔ p_I < 3/4.
     assert identification.min() >= 0.875 - 1e-9
     assert trade_off.min() >= 0.75 - 1e-9 and trade_off.max() <= 0.875 + 1e-9
     assert interference.max() <= 0.75 + 1e-9
@@ -64,9 +64,9 @@ def test_measured_point_and_curve_land_at_their_coordinates():
         ]
     )
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
-    assert lines["layer 3"].get_xdata().tolist() == [0.9]
-    assert lines["layer 3"].get_ydata().tolist() == [0.62]
-    assert lines["training run"].get_xdata().tolist() == [0.95, 0.9]
+    assert lines["layer 3"].get_xdata().tolist() == [0.62]  # p_S on x
+    assert lines["layer 3"].get_ydata().tolist() == [0.9]
+    assert lines["training run"].get_ydata().tolist() == [0.95, 0.9]
     assert lines["training run"].get_linestyle() == "-"
     assert "layer 3" in legend_texts(figure.axes[0])
 
@@ -137,3 +137,51 @@ def test_plot_writes_the_figure_atomically(tmp_path):
     )
     assert path.read_text().lstrip().startswith("<?xml")
     assert [p.name for p in tmp_path.iterdir()] == ["front.svg"]
+
+
+def test_every_figure_of_the_plane_has_one_orientation_and_one_set_of_noise_curves(tmp_path):
+    """The report's theory figure, the analysis's figure and the CLI's: p_S on x, p_I on y,
+    and the fronts of the same noise floors."""
+    import geomlens as gl
+    from geomlens.report.figures import pareto_with_model
+
+    universal = resolution.pareto_front(201)
+    noisy = {d: resolution.pareto_front(201, delta=d) for d in resolution.NOISE_CURVES}
+    cli_axes = plots.pareto_figure(
+        universal=(universal.p_s, universal.p_i),
+        noisy={d: (f.p_s, f.p_i) for d, f in noisy.items()},
+    ).axes[0]
+    site = "blocks.0.hook_resid_post"
+    result = gl.Result("resolution", metrics={
+        f"{site}.p_similarity": 0.7, f"{site}.p_identification": 0.8,
+    })  # fmt: skip
+    captured = {}
+    import matplotlib.figure
+
+    original = matplotlib.figure.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        captured["axes"] = figure.axes[0]
+        return original(figure, *args, **kwargs)
+
+    matplotlib.figure.Figure.savefig = keep
+    try:
+        pareto_with_model({"resolution": result}, tmp_path / "front.png")
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    for axes in (cli_axes, captured["axes"]):
+        assert "p_S" in axes.get_xlabel() and "p_I" in axes.get_ylabel()
+        fronts = [line for line in axes.get_lines() if "Δ = 0." in line.get_label()]
+        levels = sorted(float(line.get_label().split("Δ = ")[1].split()[0]) for line in fronts)
+        assert levels == list(resolution.NOISE_CURVES)
+        for line, delta in zip(sorted(fronts, key=lambda f: f.get_label()), levels):
+            # Theorem 2 as (p_S, p_I): max p_S = 1/2 + (1−Δ)/(4(1+Δ)), max p_I = 1/(1+Δ)
+            top_s = 0.5 + (1 - delta) / (4 * (1 + delta))
+            assert max(line.get_xdata()) == pytest.approx(top_s, abs=1e-4)
+            assert max(line.get_ydata()) == pytest.approx(1 / (1 + delta), abs=1e-4)
+    layer = next(
+        line for line in captured["axes"].get_lines() if line.get_label().startswith("layer")
+    )
+    assert layer.get_xdata().tolist() == [0.7] and layer.get_ydata().tolist() == [0.8]
+    legend = " ".join(t.get_text() for t in captured["axes"].get_legend().get_texts())
+    assert "n = 2: each test trial offers two candidates" in legend

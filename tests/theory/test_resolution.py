@@ -1,4 +1,4 @@
-"""Resolution laws (SPEC §1.1–1.2) against a plain simulation of the tests themselves.
+"""Resolution laws (docs/theory.md#resolution-theorems) against a plain simulation of the tests themselves.
 
 The simulation below draws a probe and n candidates from ν, applies the Luce rule and averages
 D_correct; it is written here from the SPEC's definition of the tests and shares no code with

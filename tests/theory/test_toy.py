@@ -1,4 +1,4 @@
-"""The toy ReLU network (SPEC §1.3): what training does to its learned similarity.
+"""The toy ReLU network (docs/theory.md#resolution-toy-network): what training does to its learned similarity.
 
 Numbers measured when these tests were written (seed 0, paper's configuration): the
 similarity-trained run starts 0.23 from Proposition 1's front, reaches it by epoch 17 and

@@ -61,7 +61,8 @@ class ActivationStats(Analysis):
                 rows = activation.reshape(activation.shape[0] * activation.shape[1], -1)
                 real = batch.attention_mask.to(rows.device).reshape(-1)
                 moments.update_masked(rows, real)
-                norms = (rows.to(torch.float64).norm(dim=1) * real).sum()
+                # where, not × real: a padded row's NaN norm times 0 is still NaN.
+                norms = torch.where(real.bool(), rows.to(torch.float64).norm(dim=1), 0.0).sum()
             else:
                 rows = batch.pooled(site, self.config.pooling)
                 rows = rows.reshape(rows.shape[0], -1)

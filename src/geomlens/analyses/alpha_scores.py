@@ -1,5 +1,5 @@
 """The abstraction cosine α of one task, its bootstrap over contexts, its two label-shuffle nulls,
-and the interval of a site's mean α over tasks (SPEC §2.1; formulas in docs/abstraction.md).
+and the interval of a site's mean α over tasks (docs/theory.md#abstraction-measuring; formulas in docs/abstraction.md).
 
 Every resampling here is vectorised: the bootstrap and both nulls are one matrix product (or
 one indexed Gram matrix) over all draws at once, never a Python loop over draws.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: The label-shuffle nulls of α, by name. ``within-context`` (the default, SPEC §2.1): the
+#: The label-shuffle nulls of α, by name. ``within-context`` (the default, docs/theory.md#abstraction-measuring): the
 #: concept label shuffled inside each context, i.e. each context's two class means swapped with
 #: probability ½ (u_c → ±u_c); with one row per concept value and context (word pairs,
 #: translations) this is exactly the row-level label shuffle, with several rows per cell it

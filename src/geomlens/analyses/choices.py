@@ -24,6 +24,7 @@ import torch
 
 from geomlens.data.stimuli import Metric, parse_metric
 from geomlens.hooks.base import LOGITS_SITE
+from geomlens.plain_state import state_class
 
 #: Distinct distances above this count are grouped into equal-width bins (here and in
 #: similarity's g(d)).
@@ -35,6 +36,7 @@ BOOTSTRAP_RESAMPLES = 2000
 INTERVAL = 0.95
 
 
+@state_class
 @dataclass
 class ChoiceRecords:
     """Per-row choice probabilities and coordinates (mergeable by concatenation)."""

@@ -27,6 +27,7 @@ from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-expo
 from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.pooling import pool_tokens
+from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.
 SINGLE_TASK = "all"
@@ -87,6 +88,7 @@ def batch_labels(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tasks.astype(str), columns["concept"].astype(str), columns["context"].astype(str)
 
 
+@state_class
 class ConceptState:
     """Mergeable, picklable state of one concept analysis over several sites.
 
@@ -201,6 +203,8 @@ class ConceptAnalysis(Analysis):
         return ("concept", "context")
 
     def default_data(self, adapter: Adapter) -> Any:
+        """The shipped English two-factor concept sets (gender, number, tense, degree,
+        animacy-by-colour), each concept in many contexts."""
         return default_concept_data(adapter)
 
     def update(self, batch: Batch) -> None:

@@ -124,6 +124,8 @@ class LinearizationEffect(Analysis):
         return ("concept", "context")
 
     def default_data(self, adapter: Adapter) -> Any:
+        """The shipped English two-factor concept sets (gender, number, tense, degree,
+        animacy-by-colour), each concept in many contexts."""
         return default_concept_data(adapter)
 
     def setup(self, context: RunContext) -> None:

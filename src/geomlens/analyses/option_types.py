@@ -94,6 +94,27 @@ def check_option_types(analysis_name: str, config: Any) -> None:
         if annotation is float and isinstance(value, int):
             object.__setattr__(config, config_field.name, float(value))
         _check_range(analysis_name, config_field, value)
+        if config_field.name == "site":
+            _check_site_list(analysis_name, value)
+
+
+def _check_site_list(analysis_name: str, value: Any) -> None:
+    """A list of sites names each site once (a repeat would count every token twice) and at
+    least one site."""
+    if not isinstance(value, (list, tuple)):
+        return
+    name = f"Option 'site' of analysis {analysis_name!r}"
+    if not value:
+        raise OptionValueError(
+            f"{name} is an empty list, which names no site; give a site (see `geomlens sites`) "
+            "or leave the option out for the analysis's default."
+        )
+    repeated = sorted({str(s) for s in value if list(value).count(s) > 1})
+    if repeated:
+        raise OptionValueError(
+            f"{name} names {', '.join(map(repr, repeated))} more than once; each site is read "
+            "once, so give each one once."
+        )
 
 
 def _check_range(analysis_name: str, config_field: dataclasses.Field, value: Any) -> None:

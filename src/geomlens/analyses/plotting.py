@@ -37,7 +37,17 @@ def plot(result: Result, path: str | os.PathLike[str] | None = None, **kwargs: A
             f"Analysis {result.analysis!r} draws no figure; read its numbers with "
             "result.metrics, result.tables or result.to_frame()."
         )
-    figure = analysis.plot(result, **kwargs)
+    try:
+        figure = analysis.plot(result, **kwargs)
+    except KeyError as error:
+        missing = error.args[0] if error.args else None
+        if missing in result.tables or missing in result.metrics:
+            raise
+        raise ValueError(
+            f"This {result.analysis!r} result lacks {missing!r}, which its figure is drawn from "
+            f"(it has tables {sorted(result.tables)}); plot a result as the analysis wrote it, "
+            "e.g. gl.plot(Result.from_json(path))."
+        ) from None
     if path is not None:
         atomic_save_figure(figure, path, dpi=kwargs.get("dpi", 120), bbox_inches="tight")
     return figure

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from geomlens.plain_state import state_class
+
 
 @dataclass
 class StimulusRepresentations:
@@ -30,6 +32,7 @@ class StimulusRepresentations:
     stimulus_of_row: np.ndarray | None = None  # [N] which stimulus each row is
 
 
+@state_class
 @dataclass
 class PooledRows:
     """Pooled vectors per site and a coordinate per row, kept by dataset row index."""

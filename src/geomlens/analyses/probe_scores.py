@@ -1,6 +1,6 @@
 """Linear concept probes of one task: CCGP over held-out contexts, the accuracy cross-validated
 inside each context (the ceiling CCGP is read against), and the older mixed-context accuracy
-(SPEC §2.1; docs/abstraction.md).
+(docs/theory.md#abstraction-measuring, docs/abstraction.md).
 
 Probes are scikit-learn logistic regressions on standardised features. Successive fits on
 overlapping training sets (leave-one-context-out, folds) start from the previous solution

@@ -67,8 +67,9 @@ __all__ = [
     "normalised_g",
 ]
 
-# Noise levels whose fronts (Theorem 2) are drawn beside the universal one.
-NOISE_CURVES = (0.1, 0.3, 0.5)
+# Noise levels whose fronts (Theorem 2) are drawn beside the universal one: the same in every
+# figure of the (p_S, p_I) plane.
+NOISE_CURVES = theory.NOISE_CURVES
 # What the scale describes: a sentence every result carries (table ``scale_depends_on``).
 SCALE_NOTE = (
     "ε, the half-width, Δ and the offset describe this model with this stimulus range and this "

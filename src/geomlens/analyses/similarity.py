@@ -30,6 +30,7 @@ from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceReco
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
 from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.stimuli import Metric, parse_metric, years
+from geomlens.formatting import distance_unit
 from geomlens.hooks.base import Adapter
 from geomlens.results import Result
 
@@ -250,7 +251,7 @@ class Similarity(Analysis):
             plot_choice_accuracy(ax_n, result.tables["choice_accuracy"])
         else:
             figure, ax_g = plt.subplots(figsize=(6.5, 4))
-        plot_profiles(ax_g, result.tables["g_of_d"])
+        plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
         ax_g.set_ylabel(f"g(d) ({result.config.get('similarity', 'choice-based')})")
         figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}")
         figure.tight_layout()
@@ -408,11 +409,20 @@ def similarity_table(measured: SiteSimilarity) -> list[dict[str, Any]]:
     ]
 
 
+#: The shaded band around each g(d) in words: it is the spread of the pairs, not an interval.
+BAND_LABEL = "shaded: ±1 SD of the pair similarities at each d (spread, not a confidence interval)"
+
+
 def plot_profiles(
-    ax: Any, rows: list[dict[str, Any]], normalise: dict[str, float] | None = None
+    ax: Any,
+    rows: list[dict[str, Any]],
+    normalise: dict[str, float] | None = None,
+    unit: str = "",
 ) -> None:
-    """g(d) per site, coloured from first to last layer, with ±std bands."""
+    """g(d) per site, coloured from first to last layer, with ±1 SD bands (labelled as such);
+    ``unit``: the stimuli's coordinate unit, for the distance axis."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     sites = list(dict.fromkeys(r["site"] for r in rows))
     colours = plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))
@@ -425,8 +435,10 @@ def plot_profiles(
         ax.plot(d, m, "o", ms=2.5, color=colour, label=site)
         ax.fill_between(d, m - sd, m + sd, color=colour, alpha=0.08, lw=0)
     ax.axhline(0, color="grey", lw=0.6)
-    ax.set_xlabel("stimulus distance d")
-    ax.legend(fontsize=6, ncol=2)
+    ax.set_xlabel(f"stimulus distance d ({unit})" if unit else "stimulus distance d")
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Patch(color="grey", alpha=0.25, lw=0))
+    ax.legend(handles, [*labels, BAND_LABEL], fontsize=6, ncol=2)
 
 
 def plot_choice_accuracy(ax: Any, rows: list[dict[str, Any]]) -> None:

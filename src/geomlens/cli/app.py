@@ -5,6 +5,8 @@ import typer
 app = typer.Typer(
     help="Representation-geometry analyses for any Hugging Face model, with theory curves.",
     pretty_exceptions_show_locals=False,
+    # Markdown: a docstring's hard-wrapped lines join into one paragraph, as written.
+    rich_markup_mode="markdown",
 )
 
 

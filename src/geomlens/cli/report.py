@@ -39,8 +39,14 @@ def report_command(
     backend: BackendOption = "nnsight",
     device: DeviceOption = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for index.html, figures and JSON.")
-    ] = Path("report"),
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for index.html, figures and JSON (default: report, or report-quick "
+            "with --quick, so a quick look never replaces a full report).",
+        ),
+    ] = None,
     quick: Annotated[
         bool, typer.Option("--quick", help="A small part of each data set: a first look.")
     ] = False,
@@ -53,7 +59,12 @@ def report_command(
     seed: SeedOption = 0,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
-    from geomlens.report.runner import build_report
+    from geomlens.report.runner import build_report, default_folder, existing_report
+
+    out = out if out is not None else default_folder(quick)
+    replaced = existing_report(out)
+    if replaced:
+        typer.echo(f"overwriting {replaced} in {out}")
 
     started = time.perf_counter()
     try:
@@ -71,6 +82,11 @@ def report_command(
     except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=2) from error
+    except KeyboardInterrupt:
+        typer.secho(
+            f"interrupted; the report in {out} was not finished.", fg=typer.colors.RED, err=True
+        )
+        raise typer.Exit(code=130) from None
     print_summary(report)
     typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
     if report.failed:

@@ -47,6 +47,7 @@ def list_command(
 
     from geomlens.analyses.catalog import analysis_class, list_analyses
     from geomlens.analyses.registry import ANALYSES
+    from geomlens.report.plan import default_data_description
 
     for name in list_analyses():
         cls = analysis_class(name)
@@ -54,6 +55,7 @@ def list_command(
         aliases = [a for a, target in ANALYSES.aliases().items() if target == name]
         alias_text = f"  (aliases: {', '.join(aliases)})" if aliases else ""
         typer.echo(f"{name}{alias_text}  {summary}")
+        typer.echo(f"    default data: {default_data_description(cls)}")
         if verbose:
             for field in dataclasses.fields(cls.Config):
                 # Mutable defaults ({} / []) live in default_factory, not default.
@@ -99,7 +101,12 @@ def run_command(
     ] = None,
     data: Annotated[
         Path | None,
-        typer.Option("--data", help=".txt / .jsonl / .json inputs (default: bundled corpus)."),
+        typer.Option(
+            "--data",
+            help=".txt / .jsonl / .json inputs (default: the analysis's own shipped data, e.g. "
+            "year stimuli for resolution, concept sets for abstraction, calibration, held-out and "
+            "OOD text for sae-features; `geomlens list` names each).",
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", help="Use at most this many inputs.")
@@ -114,7 +121,13 @@ def run_command(
     max_length: MaxLengthOption = DEFAULT_MAX_LENGTH,
     device: DeviceOption = None,
     option: Annotated[
-        list[str] | None, typer.Option("--option", help="Analysis option KEY=VALUE (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="Analysis option KEY=VALUE (repeatable). VALUE is read as a Python literal "
+            "(3, 0.5, True, None, ['a', 'b']) or else as a plain string: site=a,b is the one "
+            "string 'a,b'; give a list as \"site=['a', 'b']\" or repeat --site.",
+        ),
     ] = None,
     seed: SeedOption = 0,
     trust_remote_code: TrustRemoteCodeOption = False,
@@ -165,6 +178,20 @@ def run_command(
         except ValueError as error:
             raise fail(str(error)) from error
     options = dict(_parse_option(o) for o in option or [])
+    from geomlens.results import check_not_an_input
+
+    read = {
+        "--data": data,
+        "--checkpoint": checkpoint,
+        "--model": model,
+        "--option sae": options.get("sae"),
+    }
+    try:
+        for flag, written in (("--out", out), ("--plot", plot)):
+            if written is not None:
+                check_not_an_input(flag, written, read)
+    except ValueError as error:
+        raise fail(str(error)) from error
     if site:
         if "site" in options:
             raise fail("give the site either with --site or with --option site=…, not both.")
@@ -211,11 +238,7 @@ def run_command(
     if not shard.is_main:  # every rank holds the result; rank 0 alone writes it
         return
     result.to_json(out)
-    typer.echo(f"wrote {out}")
-    for name, value in list(result.metrics.items())[:20]:
-        typer.echo(f"  {name} = {value:.6g}")
-    if len(result.metrics) > 20:
-        typer.echo(f"  … {len(result.metrics) - 20} more metrics in {out}")
+    _print_run_summary(result, built, out, used_default_data=data is None)
     if plot is not None:
         try:
             gl.plot(result, plot)
@@ -233,3 +256,45 @@ def _figure_suffixes() -> tuple[str, ...]:
     # The common formats first: the first one is the one suggested in errors.
     kinds = sorted(FigureCanvasAgg.get_supported_filetypes(), key=lambda k: (k != "png", k))
     return tuple(f".{kind}" for kind in kinds)
+
+
+def _print_run_summary(result: Any, built: Any, out: Path, *, used_default_data: bool) -> None:
+    """Which data ran, whether it resumed, and the headline metrics of every layer."""
+    from geomlens.formatting import quantity
+    from geomlens.report.page import headline_table
+    from geomlens.report.plan import default_data_description
+
+    provenance = result.provenance
+    source = (
+        default_data_description(type(built)) if used_default_data else provenance["data_source"]
+    )
+    typer.echo(f"data: {source} ({quantity(provenance['num_examples'], 'rows')})")
+    if provenance.get("resumed_rows"):
+        typer.echo(
+            f"resumed from {provenance['checkpoint']}: {quantity(provenance['resumed_rows'], 'rows')}"
+            " were already done"
+        )
+    elif "checkpoint" in provenance:
+        typer.echo(f"checkpointed in {provenance['checkpoint']} (a fresh start)")
+    typer.echo(f"wrote {out}")
+    table = headline_table(result)
+    if table is None:
+        for name, value in list(result.metrics.items())[:20]:
+            typer.echo(f"  {name} = {value:.6g}")
+        more = len(result.metrics) - 20
+    else:
+        labels = [row["label"] for row in table["rows"]]
+        width = max(len(label) for label in labels)
+        typer.echo("  " + " " * width + "  " + "  ".join(c["label"] for c in table["columns"]))
+        for row in table["rows"]:
+            cells = "  ".join(
+                cell["text"].rjust(len(column["label"]))
+                for cell, column in zip(row["cells"], table["columns"])
+            )
+            typer.echo(f"  {row['label']:<{width}}  {cells}")
+        for label, value in table["other"][:10]:
+            typer.echo(f"  {label} = {value}")
+        shown = len(table["rows"]) * len(table["columns"]) + min(len(table["other"]), 10)
+        more = len(result.metrics) - shown
+    if more > 0:
+        typer.echo(f"  … {more} more metrics in {out}")

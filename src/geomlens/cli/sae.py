@@ -13,7 +13,10 @@ from geomlens.sae.config import TrainingConfig, default_corpus_name
 
 DEFAULTS = TrainingConfig()
 
-app = typer.Typer(help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.")
+app = typer.Typer(
+    help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.",
+    rich_markup_mode="markdown",  # hard-wrapped docstrings join into paragraphs
+)
 
 
 @app.command("train")
@@ -94,6 +97,10 @@ def train_command(
         )
     except USER_ERRORS as error:
         raise fail(error_message(error)) from error
+    except KeyboardInterrupt:
+        # The cache publishes an entry whole or not at all, so nothing half-trained is kept.
+        typer.secho("interrupted; no SAE was cached.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=130) from None
     action = "reused cached" if trained.reused else "trained and cached"
     l0 = trained.sae.cfg.metadata.get("l0")
     typer.echo(f"{action} SAE for {adapter.model_id} at {where}: {trained.path}")

@@ -22,6 +22,8 @@ app = typer.Typer(
     help="Reference curves of the theory: tables, and figures with --plot.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    # Markdown: a docstring's hard-wrapped lines join into one paragraph, as written.
+    rich_markup_mode="markdown",
 )
 
 PlotOption = Annotated[

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,68 @@ import numpy as np
 import torch
 
 from geomlens.data.named_inputs import INPUT_KEYS, check_named_inputs, named_inputs_of, take_rows
+
+#: The column of positions on a stimulus scale (a number per row, or a vector of numbers).
+COORDINATE_COLUMN = "coordinate"
+
+
+def check_text(value: Any, where: str) -> str:
+    """``value`` if it is a string; otherwise one sentence naming ``where`` (a row, a line).
+    (``str(None)`` would run the text "None", a list its repr.)"""
+    if isinstance(value, str):
+        return value
+    raise ValueError(
+        f"{where}: 'text' must be a string; got {value!r} ({type(value).__name__}). Give every "
+        "row its text as a string, or leave the row out."
+    )
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """``value`` as a float array of rank 0 or 1 when it is a number or a flat list of numbers
+    (bools and strings are not numbers here), else None."""
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in items):
+        return None
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim > 1 or (array.ndim == 1 and array.size == 0):
+        return None
+    return array
+
+
+def check_coordinate(value: Any, where: str) -> int | None:
+    """Refuse a coordinate that is not a finite number or a vector of finite numbers;
+    return its width (None for a number)."""
+    array = _numbers(value)
+    if array is None:
+        raise ValueError(
+            f"{where}: coordinate {value!r} is not a number or a list of numbers; the "
+            f"'{COORDINATE_COLUMN}' column holds a number per row (or a vector for a position)."
+        )
+    found = None if array.ndim == 0 else int(array.size)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(
+            f"{where}: coordinate {value!r} is not finite; a NaN or infinite position has no "
+            "distance to the others. Give a finite number or drop the row."
+        )
+    return found
+
+
+def check_coordinates(values: Any, first_row: int = 0) -> None:
+    """Every row of a coordinate column (see :func:`check_coordinate`)."""
+    widths: set[int | None] = set()
+    for number, value in enumerate(values, start=first_row):
+        width = check_coordinate(value, f"Row {number}")
+        if widths and width not in widths:
+            first = widths.pop()
+            raise ValueError(
+                f"Row {number}: coordinate {value!r} has {width or 'no'} entries where the first "
+                f"row's has {first or 'none (a number)'}; every row's coordinate needs the same "
+                "length (a number each, or vectors of one length)."
+            )
+        widths.add(width)
 
 
 @dataclass
@@ -44,6 +106,11 @@ class Dataset:
         n = len(self)
         if n == 0:
             raise ValueError("The dataset is empty; give at least one example.")
+        if self.texts is not None:
+            for number, text in enumerate(self.texts):
+                check_text(text, f"Row {number}")
+        if COORDINATE_COLUMN in self.columns:
+            check_coordinates(self.columns[COORDINATE_COLUMN])
         for name, values in list(self.columns.items()):
             values = np.asarray(values)
             if values.shape[0] != n:
@@ -128,9 +195,12 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
     if isinstance(data, Mapping):
         inputs = named_inputs_of(data)
         skip = ("text", "token_ids", *INPUT_KEYS)
+        if COORDINATE_COLUMN in data:  # before np.asarray, which would fail on ragged rows
+            check_coordinates(data[COORDINATE_COLUMN])
         columns = {k: np.asarray(v) for k, v in data.items() if k not in skip}
         if "text" in data:
-            return Dataset(texts=[str(t) for t in data["text"]], inputs=inputs, columns=columns)
+            texts = [check_text(t, f"Row {n}") for n, t in enumerate(data["text"])]
+            return Dataset(texts=texts, inputs=inputs, columns=columns)
         if "token_ids" in data:
             return Dataset(
                 token_ids=[list(map(int, t)) for t in data["token_ids"]],
@@ -153,6 +223,13 @@ def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:
             return Dataset(token_ids=[list(map(int, x)) for x in data])
         if all(isinstance(x, Mapping) for x in data):  # rows: [{"text": ..., "concept": ...}]
             return rows_to_dataset([normalize_row(row, n) for n, row in enumerate(data)])
+    if isinstance(data, Iterator):
+        raise ValueError(
+            f"Cannot use a {type(data).__name__} here: these data are needed whole (sized), and "
+            "a generator or iterator is read once as it streams, which only gl.run does. Pass "
+            "a list (e.g. list(rows)), token ids [N, T], a mapping/DataFrame with a 'text' "
+            "column, or a geomlens Dataset."
+        )
     raise ValueError(
         f"Cannot use {type(data).__name__} as data. Pass a list of strings, token ids [N, T], a "
         "mapping/DataFrame with a 'text' column, a list of row mappings, any iterable of rows "
@@ -189,8 +266,10 @@ def normalize_row(row: Any, number: int) -> dict[str, Any]:
     if isinstance(row, str):
         return {"text": row}
     if isinstance(row, Mapping):
+        if COORDINATE_COLUMN in row:
+            check_coordinate(row[COORDINATE_COLUMN], f"Row {number}")
         if "text" in row:
-            return {**row, "text": str(row["text"])}
+            return {**row, "text": check_text(row["text"], f"Row {number}")}
         if "token_ids" in row:
             ids = _token_ids(row["token_ids"])
             if ids is None:
@@ -225,6 +304,8 @@ def rows_to_dataset(rows: Sequence[Mapping[str, Any]]) -> Dataset:
                 f"Row {number} has fields {sorted(row)} but the first row has {sorted(fields)}; "
                 "every row needs the same fields."
             )
+    if COORDINATE_COLUMN in first:  # before np.asarray, which would fail on ragged rows
+        check_coordinates([row[COORDINATE_COLUMN] for row in rows])
     columns = {
         name: np.asarray([row[name] for row in rows]) for name in first if name not in INPUT_FIELDS
     }

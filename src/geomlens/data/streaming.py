@@ -20,7 +20,15 @@ from typing import Any
 
 import torch
 
-from geomlens.data.dataset import INPUT_FIELDS, Dataset, normalize_row, rows_to_dataset
+from geomlens.data.dataset import (
+    COORDINATE_COLUMN,
+    INPUT_FIELDS,
+    Dataset,
+    check_coordinate,
+    check_text,
+    normalize_row,
+    rows_to_dataset,
+)
 
 
 class EmptySourceError(ValueError):
@@ -140,12 +148,19 @@ class _FileRows:
                     yield line
                     continue
                 try:
-                    yield json.loads(line)
+                    row = json.loads(line)
                 except json.JSONDecodeError as error:
                     raise ValueError(
                         f"{self.path}:{line_number} is not valid JSON ({error.msg}); a .jsonl "
                         "file holds one JSON object per line."
                     ) from None
+                if isinstance(row, dict):  # name the line, not the row number, in errors
+                    where = f"{self.path}:{line_number}"
+                    if "text" in row:
+                        check_text(row["text"], where)
+                    if COORDINATE_COLUMN in row:
+                        check_coordinate(row[COORDINATE_COLUMN], where)
+                yield row
 
     def __len__(self) -> int:
         with open(self.path, encoding="utf-8") as handle:

@@ -23,7 +23,8 @@ import torch
 
 from geomlens.analyses.base import Analysis
 from geomlens.data.dataset import Dataset
-from geomlens.engine.distributed import SINGLE_PROCESS, Shard, from_bytes, to_bytes
+from geomlens.engine.distributed import SINGLE_PROCESS, Shard
+from geomlens.plain_state import UnsafeStateError, read_file, to_bytes
 from geomlens.results import atomic_write_bytes
 
 CHECKPOINT_FORMAT = 1
@@ -113,6 +114,26 @@ def _restore_rng(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
 
 
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Refuse, before any work is done, a folder that cannot be created or written: one that is
+    a file, lies under a file, or under a folder this process cannot write."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{what} path {folder} exists and is not a directory; give a folder.")
+    ancestor = folder
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(
+            f"{what} path {folder} cannot be created: {ancestor} is a file, not a folder. Give a "
+            "folder path."
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{what} path {folder} cannot be written: {ancestor} is not writable by you. Choose "
+            "a folder you can write to."
+        )
+
+
 class Checkpoint:
     """The checkpoint of one rank of one run, in ``directory``; saved every ``every`` batches."""
 
@@ -131,8 +152,7 @@ class Checkpoint:
         self.every = every
         self.world_size = shard.world_size
         self.path = self.directory / f"state-rank{shard.rank}-of-{shard.world_size}.pt"
-        if self.directory.exists() and not self.directory.is_dir():
-            raise ValueError(f"Checkpoint path {self.directory} exists and is not a directory.")
+        check_writable_folder(self.directory, "Checkpoint")
 
     def load(self, device: torch.device | str) -> Saved | None:
         """The saved state, or None when there is none yet. Refuses a checkpoint of a run with
@@ -151,11 +171,13 @@ class Checkpoint:
                     "checkpoint directory."
                 )
             return None
-        payload = from_bytes(self.path.read_bytes(), device)
-        if payload.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(
-                f"{self.path} is not a geomlens checkpoint of format {CHECKPOINT_FORMAT}."
-            )
+        try:
+            payload = read_file(self.path, device)
+        except UnsafeStateError as error:
+            raise UnsafeStateError(
+                f"Refused checkpoint {error} Delete it or give another checkpoint directory."
+            ) from None
+        self._check_layout(payload)
         differences = argument_differences(payload["arguments"], self.arguments)
         if differences:
             raise ValueError(
@@ -166,6 +188,23 @@ class Checkpoint:
             )
         _restore_rng(payload["rng"])
         return Saved(Progress(**payload["progress"]), payload["states"], payload["rng"])
+
+    def _check_layout(self, payload: Any) -> None:
+        """A checkpoint of this format: a dict with every field, of the types saved."""
+        fields = {"arguments": dict, "progress": dict, "rng": dict, "states": list}
+        wrong = (
+            not isinstance(payload, dict)
+            or payload.get("format") != CHECKPOINT_FORMAT
+            or any(not isinstance(payload.get(k), t) for k, t in fields.items())
+            or set(payload["progress"]) - set(Progress.__dataclass_fields__)
+            or len(payload["states"]) != len(payload["arguments"].get("analyses", {}))
+        )
+        if wrong:
+            raise UnsafeStateError(
+                f"Refused checkpoint {self.path}: it is not a geomlens checkpoint of format "
+                f"{CHECKPOINT_FORMAT} (format, arguments, progress, rng and states). Delete it "
+                "or give another checkpoint directory."
+            )
 
     def save(self, analyses: Sequence[Analysis], progress: Progress) -> None:
         """Write every analysis's state and ``progress`` atomically (readers never see half)."""

@@ -14,12 +14,13 @@ and keeps batch ``b`` when ``b % K`` is its rank).
 
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from geomlens.plain_state import from_bytes, to_bytes
 
 
 @dataclass(frozen=True)
@@ -79,41 +80,72 @@ def local_device(device: str | None) -> str | None:
     return device
 
 
-def to_bytes(obj: Any) -> bytes:
-    """Serialise analysis states (tensors on any device included) for sending or saving."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
+def _wire_device() -> torch.device:
+    """Where the process group's collectives take tensors: this rank's GPU for nccl."""
+    import torch.distributed as dist
+
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
-def from_bytes(data: bytes, device: torch.device | str) -> Any:
-    """Inverse of :func:`to_bytes`, with every tensor moved to ``device``."""
-    return torch.load(io.BytesIO(data), map_location=device, weights_only=False)
+def _as_tensor(data: bytes, length: int, device: torch.device) -> torch.Tensor:
+    padded = bytearray(data) + bytes(length - len(data))
+    return (
+        torch.frombuffer(padded, dtype=torch.uint8).to(device)
+        if length
+        else torch.zeros(0, dtype=torch.uint8, device=device)
+    )
 
 
 def gather_to_main(obj: Any, shard: Shard, device: torch.device | str) -> list[Any] | None:
     """Every rank's ``obj`` on rank 0 (in rank order); None on the other ranks.
 
-    Objects travel as ``torch.save`` bytes so that a rank's CUDA tensors arrive on rank 0's
-    device; this is the only synchronisation of the run besides the final broadcast.
+    Objects travel as plain-state bytes (:mod:`geomlens.plain_state`: tensors and plain data,
+    read with ``weights_only=True``, never an arbitrary pickle) in uint8 tensors, so that a
+    rank's CUDA tensors arrive on rank 0's device; this is the only synchronisation of the run
+    besides the final broadcast.
     """
     import torch.distributed as dist
 
     if shard.world_size == 1:
         return [obj]
-    received: list[bytes] | None = [b""] * shard.world_size if shard.is_main else None
-    dist.gather_object(to_bytes(obj), received, dst=0)
+    wire = _wire_device()
+    data = to_bytes(obj)
+    sizes = [torch.zeros((), dtype=torch.long, device=wire) for _ in range(shard.world_size)]
+    dist.all_gather(sizes, torch.tensor(len(data), dtype=torch.long, device=wire))
+    longest = max(int(size) for size in sizes)
+    mine = _as_tensor(data, longest, wire)
+    received = (
+        [torch.empty(longest, dtype=torch.uint8, device=wire) for _ in sizes]
+        if shard.is_main
+        else None
+    )
+    dist.gather(mine, received, dst=0)
     if received is None:
         return None
-    return [from_bytes(data, device) for data in received]
+    return [
+        from_bytes(tensor[: int(size)].cpu().numpy().tobytes(), device, f"rank {rank}'s state")
+        for rank, (tensor, size) in enumerate(zip(received, sizes))
+    ]
 
 
 def broadcast_from_main(obj: Any, shard: Shard) -> Any:
-    """Rank 0's ``obj`` on every rank."""
+    """Rank 0's ``obj`` on every rank (as plain-state bytes, like :func:`gather_to_main`)."""
     import torch.distributed as dist
 
     if shard.world_size == 1:
         return obj
-    holder = [obj if shard.is_main else None]
-    dist.broadcast_object_list(holder, src=0)
-    return holder[0]
+    wire = _wire_device()
+    data = to_bytes(obj) if shard.is_main else b""
+    size = torch.tensor(len(data), dtype=torch.long, device=wire)
+    dist.broadcast(size, src=0)
+    payload = (
+        _as_tensor(data, int(size), wire)
+        if shard.is_main
+        else torch.empty(int(size), dtype=torch.uint8, device=wire)
+    )
+    dist.broadcast(payload, src=0)
+    if shard.is_main:
+        return obj
+    return from_bytes(payload.cpu().numpy().tobytes(), "cpu", "rank 0's results")

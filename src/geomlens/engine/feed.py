@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.analyses.catalog import analysis_class
@@ -43,9 +42,12 @@ from geomlens.hooks.batches import (
     check_run_limits,
     encoded_batches,
 )
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.hooks.inputs import PaddingSide
 from geomlens.hooks.linearize import active_linearizations
+from geomlens.progress import bar as progress_bar
+from geomlens.progress import phase, showing_progress
 from geomlens.results import Result
 
 AnalysisSpec = str | Analysis | type[Analysis]
@@ -148,6 +150,16 @@ class FeedSummary:
     rows: int = 0
     #: A device tensor until read (reading it waits for the device: done once, after the loop).
     tokens: int | torch.Tensor = 0
+    #: Seconds spent capturing the batches (the forward pass): shared by every analysis of the
+    #: pass.
+    shared_seconds: float = 0.0
+    #: Seconds spent in each analysis's ``update`` (its own share of the pass, including any
+    #: extra forward pass it runs itself), by analysis name. Host time: on an asynchronous
+    #: device, work still queued is counted where the host next waits for it.
+    update_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Rows this rank had already folded in when the run resumed from a checkpoint (0: a fresh
+    #: start).
+    resumed_rows: int = 0
 
 
 def _check_columns(analyses: Sequence[Analysis], columns: Sequence[str]) -> None:
@@ -225,7 +237,7 @@ def _feed(
         total = max(0, min(block.stop * batch_size, length) - block.start * batch_size)
     else:
         total = data.length if shard.world_size == 1 else None
-    bar = tqdm(
+    bar = progress_bar(
         total=total,
         desc="geomlens",
         unit="row",
@@ -237,6 +249,8 @@ def _feed(
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
     finite = NonFiniteWatch()
+    shared_seconds = 0.0
+    update_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
     shown_at = time.monotonic()
     since_save, rows_done = 0, done.rows
     current: list[tuple[int, Dataset, np.ndarray]] = []  # the batch being encoded
@@ -261,11 +275,15 @@ def _feed(
             adapter, to_run, padding_side=settings.padding_side, max_length=settings.max_length
         ):
             ((number, chunk, index),) = current
+            batch_started = time.perf_counter()
             captured = capture_batch(adapter, inputs, sites)
             batch = Batch(captured.activations, inputs, chunk.column_batch(index))
             finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
+            shared_seconds += time.perf_counter() - batch_started
             for analysis in analyses:
+                update_started = time.perf_counter()
                 analysis.update(batch)
+                update_seconds[analysis.name] += time.perf_counter() - update_started
             tokens += inputs.attention_mask.sum()
             del batch, inputs, captured  # nothing of a finished batch outlives its iteration
             rows_done += len(index)
@@ -286,7 +304,14 @@ def _feed(
     if not verified:  # everything was in the checkpoint
         verify()
     finite.raise_if_any()
-    summary = FeedSummary(sites, rows=rows_done, tokens=tokens + done.tokens)
+    summary = FeedSummary(
+        sites,
+        rows=rows_done,
+        tokens=tokens + done.tokens,
+        shared_seconds=shared_seconds,
+        update_seconds=update_seconds,
+        resumed_rows=saved.progress.rows if saved is not None else 0,
+    )
     if checkpoint is not None:
         done.tokens, done.complete = int(summary.tokens), True
         checkpoint.save(analyses, done)
@@ -331,6 +356,25 @@ def prepare_data(data: Any, adapter: Adapter) -> Dataset | StreamedData:
     return streamed
 
 
+def analysis_cost(
+    summary: FeedSummary, name: str, finalize_seconds: float, fused: int
+) -> dict[str, float]:
+    """What one analysis of a fused pass cost, in seconds (this rank's pass; provenance keys).
+
+    ``shared_pass_seconds``: encoding and capturing the batches, done once for all ``fused``
+    analyses; ``update_seconds``: this analysis's own per-batch work (measured, including any
+    second forward pass it runs, e.g. linearization-effect's); ``finalize_seconds``: its
+    statistics after the pass (bootstraps, shuffles, probes); ``cost_seconds``: its own work
+    plus an equal share of the shared pass.
+    """
+    own = summary.update_seconds.get(name, 0.0) + finalize_seconds
+    return {
+        "shared_pass_seconds": round(summary.shared_seconds, 4),
+        "update_seconds": round(summary.update_seconds.get(name, 0.0), 4),
+        "cost_seconds": round(own + summary.shared_seconds / max(fused, 1), 4),
+    }
+
+
 def _fold_ranks(analyses: Sequence[Analysis], gathered: list[Any]) -> None:
     """Fold the other ranks' states (in rank order) into this rank's analyses."""
     for states in gathered[1:]:
@@ -372,6 +416,9 @@ def run(
     """
     from geomlens.hooks.attach import attach
 
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
+        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
     settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
@@ -396,10 +443,16 @@ def run(
         run_arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
     saver = None
     if checkpoint is not None:
+        # The same path may hold other weights by now (a model retrained into its folder).
+        run_arguments["model_weights_fingerprint"] = weights_fingerprint(adapter)
         saver = Checkpoint(checkpoint, run_arguments, every=checkpoint_every, shard=shard)
     torch.manual_seed(seed)
     started = time.perf_counter()
-    summary = _feed(built, adapter, dataset, settings, shard=shard, checkpoint=saver)
+    # Progress lines (rank 0 only): what is running, while it runs.
+    shown = progress if shard.is_main else False
+    names = ", ".join(a.name for a in built)
+    with showing_progress(shown), phase(f"reading the data through the model for {names}"):
+        summary = _feed(built, adapter, dataset, settings, shard=shard, checkpoint=saver)
     gathered = gather_to_main(
         [[a.state_dict() for a in built], summary.rows, int(summary.tokens)], shard, adapter.device
     )
@@ -433,15 +486,20 @@ def run(
         }
         if saver is not None:
             provenance["checkpoint"] = str(saver.directory)
+            # Rows (this rank's) already in the checkpoint when the run started: 0 when fresh.
+            provenance["resumed_rows"] = summary.resumed_rows
         results = {}
         for analysis in built:
             finalize_start = time.perf_counter()
-            result = analysis.finalize()
+            with showing_progress(shown), phase(f"{analysis.name}: computing its results"):
+                result = analysis.finalize()
+            finalize_seconds = time.perf_counter() - finalize_start
             result.config = analysis.config.to_dict()
             result.provenance = {
                 **provenance,
                 "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
-                "finalize_seconds": round(time.perf_counter() - finalize_start, 4),
+                "finalize_seconds": round(finalize_seconds, 4),
+                **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
             }
             results[analysis.name] = result
     results = broadcast_from_main(results, shard)

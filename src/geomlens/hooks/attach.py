@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from geomlens.hooks.base import Adapter
 
@@ -154,6 +155,24 @@ def load(
             f"Refused to load model {model_id!r}: its weights file is a pickle that would run "
             "code or build objects other than tensors, which geomlens never unpickles. Load "
             "weights from safetensors (save_pretrained's default) or a plain tensor checkpoint."
+        ) from error
+    except SafetensorError as error:
+        raise ValueError(
+            f"Could not read the weights of model {model_id!r}: a safetensors file there is "
+            f"damaged, truncated or not safetensors at all ({error}). Save the model again "
+            "with save_pretrained."
+        ) from error
+    except RuntimeError as error:
+        text = str(error)
+        if "size mismatch" not in text and "ignore_mismatched_sizes" not in text:
+            raise
+        mismatch = next(
+            (line.strip() for line in text.splitlines() if "size mismatch" in line),
+            "size mismatch: tensors in the weights have other shapes than the config implies",
+        )
+        raise ValueError(
+            f"Could not load model {model_id!r}: its config.json does not match its weights "
+            f"({mismatch[:200]}). Use the config.json saved with these weights."
         ) from error
     except OSError as error:
         raise OSError(

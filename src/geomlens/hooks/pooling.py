@@ -38,7 +38,8 @@ def pool_tokens(
         return activation[torch.arange(activation.shape[0], device=activation.device), idx]
     else:
         raise ValueError(f"Unknown pooling {how!r}; use 'mean', 'last', 'first' or 'span'.")
+    # Select, never multiply: 0 × NaN is NaN, so a NaN at a padded position would reach the mean.
+    keep = weights.bool().view(*weights.shape, *([1] * (activation.dim() - 2)))
+    selected = torch.where(keep, activation, torch.zeros((), dtype=activation.dtype))
     counts = weights.sum(dim=1, keepdim=True).clamp(min=1)
-    return torch.einsum("bt,bt...->b...", weights, activation) / counts.view(
-        -1, *([1] * (activation.dim() - 2))
-    )
+    return selected.sum(dim=1) / counts.view(-1, *([1] * (activation.dim() - 2)))

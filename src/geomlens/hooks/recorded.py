@@ -74,6 +74,11 @@ class RecordedAdapter(Adapter):
         return 0
 
     @property
+    def recorded_arrays(self) -> dict[str, torch.Tensor]:
+        """The stored activations by site (what a checkpoint fingerprints as the "weights")."""
+        return dict(self._arrays)
+
+    @property
     def device(self) -> torch.device:
         return self._device
 

@@ -48,6 +48,9 @@ class Registry(Generic[T]):
         self._aliases: dict[str, str] = {}
         self._entry_points_loaded = False
         self.load_errors: dict[str, str] = {}
+        #: Entry points whose name an other object holds already, by name (never silently
+        #: ignored: the name is refused until one of the two is renamed or uninstalled).
+        self.clashes: dict[str, str] = {}
 
     def register(
         self, name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
@@ -118,12 +121,26 @@ class Registry(Generic[T]):
                 continue
             # An entry point may name the object itself (not yet registered) or a module whose
             # import registered it; only the former needs adding.
-            if entry_point.name not in self and not isinstance(loaded, type(importlib)):
+            if isinstance(loaded, type(importlib)):
+                continue
+            if entry_point.name not in self:
                 self.add(entry_point.name, loaded)
+            elif self.get_registered(entry_point.name) is not loaded:
+                taken = self.get_registered(entry_point.name)
+                where = (
+                    f"{getattr(taken, '__module__', '?')}.{getattr(taken, '__qualname__', taken)}"
+                )
+                self.clashes[entry_point.name] = (
+                    f"the plugin entry point {entry_point.name} = {entry_point.value} names "
+                    f"{self.kind} {entry_point.name!r}, which {where} already is; rename the "
+                    "plugin's entry point or uninstall the plugin"
+                )
+                self.load_errors[entry_point.name] = f"name clash: {self.clashes[entry_point.name]}"
 
     def names(self) -> list[str]:
+        """The usable names (a clashing name is not: see :attr:`clashes`)."""
         self._load_entry_points()
-        return sorted({*self._entries, *self._lazy})
+        return sorted(name for name in {*self._entries, *self._lazy} if name not in self.clashes)
 
     def aliases(self) -> dict[str, str]:
         self._load_entry_points()
@@ -132,10 +149,21 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._lazy or name in self._aliases
 
-    def get(self, name: str) -> T:
-        if name not in self:
-            self._load_entry_points()
+    def get_registered(self, name: str) -> T | None:
+        """What ``name`` (or the alias) is registered as now, without loading plugins (a lazy
+        entry is imported)."""
         canonical = self._aliases.get(name, name)
+        if canonical in self._lazy:
+            self._load_lazy(canonical)
+        return self._entries.get(canonical)
+
+    def get(self, name: str) -> T:
+        self._load_entry_points()  # once: a plugin may claim a built-in's name (a clash)
+        canonical = self._aliases.get(name, name)
+        if canonical in self.clashes:
+            raise PluginLoadError(
+                f"The {self.kind} name {canonical!r} is claimed twice: {self.clashes[canonical]}."
+            )
         if canonical in self._lazy:
             self._load_lazy(canonical)
         if canonical in self._entries:

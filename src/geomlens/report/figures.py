@@ -73,7 +73,7 @@ def _colours(count: int):
 
 
 def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | None:
-    """The (p_I, p_S) plane: universal front, Proposition 1's curve, the model's sites."""
+    """The (p_S, p_I) plane (p_S on x, as every figure of it): universal front, Proposition 1's curve, the model's sites."""
     source = next(
         (
             r
@@ -89,29 +89,30 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     p_s = per_site(source, "p_similarity")
     p_i = per_site(source, "p_identification")
     sites = [s for s in p_s if s in p_i and not (math.isnan(p_s[s]) or math.isnan(p_i[s]))]
-    figure, axes = _axes("Semantic resolution: where the model sits (n = 2)")
+    figure, axes = _axes("Semantic resolution: where the model sits (n = 2 candidates)")
     front = resolution.pareto_front(401)
-    axes.plot(front.p_i, front.p_s, color="k", label="universal front (Δ = 0, Theorem 1)")
-    for delta in (0.2, 0.5):
+    axes.plot(front.p_s, front.p_i, color="k", label="universal front (Δ = 0, Theorem 1)")
+    for delta, style in zip(resolution.NOISE_CURVES, (":", "-.", (0, (1, 3)))):
         noisy = resolution.pareto_front(401, delta=delta)
         axes.plot(
-            noisy.p_i, noisy.p_s, color="grey", linestyle=":", label=f"front with Δ = {delta}"
+            noisy.p_s, noisy.p_i, color="grey", linestyle=style, label=f"front with Δ = {delta}"
         )
     b = np.linspace(0.0, 1.0, 401)
     decay_s, decay_i = resolution.linear_decay_circle(b)
-    axes.plot(decay_i, decay_s, linestyle="--", label="linear decay on a circle (Prop. 1)")
+    axes.plot(decay_s, decay_i, linestyle="--", label="linear decay on a circle (Prop. 1)")
     theory_s = per_site(source, "p_similarity_theory")
     theory_i = per_site(source, "p_identification_theory")
     for colour, site in zip(_colours(len(sites)), sites):
-        axes.plot(p_i[site], p_s[site], "o", color=colour, label=layer_label(site))
-        predicted = theory_i.get(site, math.nan), theory_s.get(site, math.nan)
+        axes.plot(p_s[site], p_i[site], "o", color=colour, label=layer_label(site))
+        predicted = theory_s.get(site, math.nan), theory_i.get(site, math.nan)
         if not any(math.isnan(v) for v in predicted):  # the fitted g's own point
             axes.plot(*predicted, "x", color=colour)
     if theory_s:
         axes.plot([], [], "kx", label="fitted g (same unscaled g)")
-    axes.axhline(0.5, color="lightgrey", linewidth=0.8)
-    axes.set_xlabel("identification accuracy p_I")
-    axes.set_ylabel("similarity accuracy p_S")
+    axes.axvline(0.5, color="lightgrey", linewidth=0.8)
+    axes.set_xlabel(resolution.PLANE_AXES[0])
+    axes.set_ylabel(resolution.PLANE_AXES[1])
+    axes.plot([], [], " ", label=resolution.N2_MEANING)
     axes.legend(fontsize=7, loc="lower left")
     save_figure(figure, path)
     if sites:
@@ -122,7 +123,8 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
             "measured on the stimuli. The black curve is what an all-or-nothing similarity "
             "reaches when every stimulus has a neighbourhood of the same size b (the fraction "
             "of stimuli it treats as alike); Δ is a floor of similarity between unlike stimuli. "
-            "Graded similarities can do better: the dashed curve is linear decay on a circle.",
+            "Graded similarities can do better: the dashed curve is linear decay on a circle. "
+            "n = 2: each test trial offers two candidates (chance is 1/2).",
             f"The last site, {layer_label(last)}, is nearest to the front's point with "
             f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
             f"part of the front), at distance {number(float(position.distance))}.",

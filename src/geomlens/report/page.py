@@ -7,17 +7,24 @@ external resources, so it opens offline from the file system in any browser.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.catalog import analysis_class
+from geomlens.formatting import (
+    duration,
+    layer_label,
+    metric_label,
+    metric_name,
+    metric_unit,
+    metric_value,
+    number,
+)
 from geomlens.report import figures, readings
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
     from geomlens.report.outcome import Report
-
-#: Metrics listed under each figure (the rest are in the analysis's JSON file).
-METRICS_SHOWN = 12
 
 
 def _environment():
@@ -42,10 +49,13 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
         "figure": None,
         "figure_error": None,
         "reading": [],
+        "headline": "",
+        "table": None,
         "metrics": [],
-        "more_metrics": 0,
         "json": None,
         "summary": "",
+        "cost": duration(outcome.seconds),
+        "cost_detail": "",
     }
     if outcome.result is None:
         return section
@@ -61,16 +71,94 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
         section["figure_error"] = f"{type(error).__name__}: {error}"
     section["reading"] = readings.read(result, cls)
     section["summary"] = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-    shown = list(result.metrics.items())
-    section["metrics"] = [(k, readings.number(v, 4)) for k, v in shown[:METRICS_SHOWN]]
-    section["more_metrics"] = max(0, len(shown) - METRICS_SHOWN)
+    section["headline"] = readings.headline(result)
+    section["table"] = headline_table(result)
+    section["metrics"] = [
+        (metric_label(key, readings.result_sites(result)), metric_value(result, key, 4))
+        for key in result.metrics
+    ]
+    section["cost_detail"] = cost_detail(result.provenance or {})
     return section
 
 
+#: The files the last report written into a folder consists of (hidden, beside them).
+MANIFEST = ".geomlens-report-files.json"
+
+
+def _inodes(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in folder.iterdir() if p.is_file()}
+
+
+def _remove_previous_run(folder: Path, before: dict[str, int]) -> list[str]:
+    """A report folder holds one run: delete what the previous report wrote and this one did
+    not (its per-analysis JSON and figures), record this run's files, return them."""
+    after = _inodes(folder)
+    written = sorted(n for n, inode in after.items() if before.get(n) != inode and n != MANIFEST)
+    try:
+        previous = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = []
+    for name in previous if isinstance(previous, list) else []:
+        if isinstance(name, str) and name not in written and "/" not in name:
+            (folder / name).unlink(missing_ok=True)
+    atomic_write_text(folder / MANIFEST, json.dumps(written) + "\n")
+    return written
+
+
+def headline_table(result: Any) -> dict[str, Any] | None:
+    """The analysis's headline metrics for every site: one row per site, one column per metric
+    (its unit in the header), and the metrics of no site (``summary.*``) apart."""
+    sites = readings.result_sites(result)
+    names = readings.headline_metrics(result)
+    if not sites or not names:
+        return None
+    columns = []
+    for name in names:
+        unit = metric_unit(f"{sites[0]}.{name}", result, sites)
+        label = metric_name(name)
+        columns.append({"name": name, "label": f"{label} ({unit})" if unit else label})
+    rows = []
+    for site in sites:
+        cells = [
+            {"name": name, "text": number(result.metrics[f"{site}.{name}"], 3)}
+            if f"{site}.{name}" in result.metrics
+            else {"name": name, "text": ""}
+            for name in names
+        ]
+        rows.append({"site": site, "label": layer_label(site), "cells": cells})
+    prefixes = tuple(site + "." for site in sites)
+    other = [
+        (metric_label(key, sites), metric_value(result, key))
+        for key in result.metrics
+        if not key.startswith(prefixes)
+    ]
+    return {"columns": columns, "rows": rows, "other": other}
+
+
+def cost_detail(provenance: dict[str, Any]) -> str:
+    """What an analysis's cost is made of, in words (see geomlens.engine.analysis_cost)."""
+    if "cost_seconds" not in provenance:
+        return ""
+    fused = len(provenance.get("fused_with") or [None])
+    shared = (
+        f"an equal share of the {duration(provenance['shared_pass_seconds'])} pass shared by "
+        f"{fused} analyses"
+        if fused > 1
+        else f"the pass, {duration(provenance['shared_pass_seconds'])}"
+    )
+    return (
+        f"{duration(provenance['cost_seconds'])}: {shared}, plus its own work in the pass "
+        f"({duration(provenance['update_seconds'])}, any second forward pass included) and after "
+        f"it ({duration(provenance['finalize_seconds'])}: fits, bootstraps, shuffles, probes)"
+    )
+
+
 def write_report(report: Report) -> None:
-    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html."""
+    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. Files
+    an earlier report left in the folder that this one does not rewrite are removed."""
     folder = report.folder
     folder.mkdir(parents=True, exist_ok=True)
+    before = _inodes(folder)
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
     everything = {
@@ -89,9 +177,10 @@ def write_report(report: Report) -> None:
             provenance=json.dumps(report.provenance, indent=2, default=str),
             quick=report.provenance["quick"],
             passes=report.provenance["passes"],
-            run_seconds=report.provenance["run_seconds"],
+            run_seconds=duration(report.provenance["run_seconds"]),
             started=report.provenance["started_utc"],
         )
     )
     atomic_write_text(folder / "index.html", page)
+    _remove_previous_run(folder, before)
     report.files = sorted(p for p in folder.iterdir() if not p.name.startswith("."))

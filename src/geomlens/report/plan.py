@@ -51,6 +51,8 @@ class ReportPass:
     full_rows: int
     fingerprint: str
     columns: list[str] = field(default_factory=list)
+    #: The data in words (from the first analysis's ``default_data`` docstring).
+    description: str = ""
 
     @property
     def names(self) -> list[str]:
@@ -121,14 +123,49 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
     return subset(dataset, np.sort(np.concatenate(kept)))
 
 
-def build_analysis(name: str, quick: bool) -> Analysis:
-    """An analysis with its default config (cheaper resampling counts when ``quick``)."""
+def default_data_description(cls: type[Analysis]) -> str:
+    """What ``cls`` runs on when given no data, in words: the first paragraph of its
+    ``default_data`` docstring (the base class's: the bundled corpus)."""
+    from geomlens.engine.defaults import DEFAULT_CORPUS_SIZE
+
+    method = cls.default_data
+    if method is Analysis.default_data:
+        return (
+            f"The bundled English corpus: {DEFAULT_CORPUS_SIZE} paragraphs of Python "
+            "standard-library docstrings."
+        )
+    doc = (method.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split()) or "Its own shipped data (see its documentation)."
+
+
+def build_analysis(name: str, quick: bool, adapter: Adapter | None = None) -> Analysis:
+    """An analysis with its default config (cheaper resampling counts when ``quick``).
+
+    A quick run trains a small SAE for sae-features only when no full-size one is cached for
+    the model: a full-size SAE already trained (by a full report) is better and costs nothing.
+    """
     import dataclasses
 
     cls = analysis_class(name)
     fields = {f.name for f in dataclasses.fields(cls.Config)}
     options = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
+    if "training" in options and adapter is not None and _full_size_sae_cached(cls, adapter):
+        del options["training"]
     return cls(**options)
+
+
+def _full_size_sae_cached(cls: type[Analysis], adapter: Adapter) -> bool:
+    """Whether the analysis, left at its defaults, would reuse a cached full-size SAE."""
+    if getattr(cls.Config, "sae", object()) is not None:  # only analyses that train an SAE
+        return False
+    from geomlens.sae.config import default_corpus_name
+    from geomlens.sae.training import is_cached
+
+    try:
+        (site, *_) = cls().sites(adapter)
+    except Exception:  # no site to read: the analysis will say so when it runs
+        return False
+    return is_cached(adapter, site, corpus=default_corpus_name())
 
 
 def plan_passes(
@@ -143,7 +180,7 @@ def plan_passes(
     failures: list[PlanFailure] = []
     for name in names:
         try:
-            analysis = build_analysis(name, quick)
+            analysis = build_analysis(name, quick, adapter)
             data: Any = analysis.default_data(adapter)
             dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
         except Exception as error:  # one analysis's bad data must not stop the report
@@ -157,6 +194,11 @@ def plan_passes(
         if quick:
             dataset = quick_subset(dataset)
         passes[fingerprint] = ReportPass(
-            [analysis], dataset, full_rows, fingerprint, sorted(dataset.columns)
+            [analysis],
+            dataset,
+            full_rows,
+            fingerprint,
+            sorted(dataset.columns),
+            default_data_description(type(analysis)),
         )
     return list(passes.values()), failures

@@ -10,21 +10,40 @@ with none, a plain list of its main metrics.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
+from geomlens.formatting import layer_label, metric_name, metric_value, number, percent
 from geomlens.results import Result
 from geomlens.theory.resolution import regime
+
+__all__ = ["headline", "layer_label", "number", "per_site", "read", "reading"]
 
 Reading = Callable[[Result], list[str]]
 READINGS: dict[str, Reading] = {}
 #: Metrics shown by the fallback reading.
 FALLBACK_METRICS = 6
-#: Public metric names (``<site>.<name>``) the summary table shows first, when a result has them.
-HEADLINE_METRICS = (
-    "epsilon", "p_similarity", "alpha", "ccgp", "g_nearest", "g_farthest", "ssd",
-    "auroc.random_tokens", "bound", "mean_norm",
-)  # fmt: skip
+#: Each analysis's headline metrics (the part of ``<site>.<name>`` after the site): the page
+#: shows them for every site, the printed summary the first few at the last site. Owners of an
+#: analysis keep its entry; an analysis not listed shows its first per-site metrics.
+HEADLINES: dict[str, tuple[str, ...]] = {
+    "activation-stats": ("mean_norm", "mean_variance", "dead_fraction"),
+    "similarity": ("g_nearest", "g_farthest", "zero_crossing"),
+    "resolution": (
+        "epsilon", "epsilon_ci_low", "epsilon_ci_high", "delta", "p_similarity",
+        "p_identification", "front_distance",
+    ),
+    "abstraction": ("alpha", "alpha_ci_low", "alpha_ci_high", "alpha_null_p95"),
+    "ccgp": ("ccgp", "within_context_accuracy"),
+    "linearization-effect": ("alpha_base", "alpha_linearized", "ccgp_base", "ccgp_linearized"),
+    "sae-features": (
+        "pool_size", "dictionary_size", "ssd", "mean_k.heldout", "auroc.random_tokens",
+        "auroc.replaced_15pct", "auroc.python_source", "bound",
+    ),
+}  # fmt: skip
+#: Headline metrics of an analysis without an entry in :data:`HEADLINES`.
+FALLBACK_HEADLINES = 4
+#: Headline metrics in the printed summary line.
+SUMMARY_HEADLINES = 3
 
 
 def reading(name: str) -> Callable[[Reading], Reading]:
@@ -43,18 +62,6 @@ def per_site(result: Result, metric: str) -> dict[str, float]:
     return {
         key[: -len(suffix)]: value for key, value in result.metrics.items() if key.endswith(suffix)
     }
-
-
-def layer_label(site: str) -> str:
-    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged."""
-    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", site)
-    return f"layer {match.group(1)} ({match.group(2)})" if match else site
-
-
-def number(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "undefined"
-    return f"{value:.{digits}g}"
 
 
 def _extremes(values: dict[str, float]) -> tuple[str, str]:
@@ -78,13 +85,23 @@ def _activation_stats(result: Result) -> list[str]:
         "this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.get) if dead else None
+    # A residual-stream dimension has no activation function: one that stays negative on every
+    # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:
-        lines.append(
-            f"{100 * dead[worst]:.1f} % of the units at {layer_label(worst)} never became "
-            "positive on this data (dead units)."
+        text = (
+            f"{percent(dead[worst])} of the dimensions at {layer_label(worst)} were never "
+            "positive on this data."
         )
+        if "resid" in worst:
+            text += (
+                " In the residual stream that is a sign convention, not a dead unit: such a "
+                "dimension still carries information in its negative values."
+            )
+        else:
+            text += " After an activation function these are dead units (they pass nothing)."
+        lines.append(text)
     else:
-        lines.append("No unit is dead at any site on this data.")
+        lines.append("Every dimension at every site was positive on some token of this data.")
     return lines
 
 
@@ -434,16 +451,51 @@ def read(result: Result, analysis: type | None = None) -> list[str]:
     return paragraphs or fallback_reading(result)
 
 
+def result_sites(result: Result) -> list[str]:
+    """The sites a result has metrics for, in the model's order (from its provenance)."""
+    from geomlens.formatting import split_metric
+
+    provenance = result.provenance or {}
+    known = provenance.get("analysis_sites") or provenance.get("sites")
+    if not known:  # a result made by hand: the sites its metric names spell out
+        known = dict.fromkeys(split_metric(key)[0] for key in result.metrics)
+        known = [site for site in known if site.startswith("blocks.")]
+    return [site for site in known if any(k.startswith(site + ".") for k in result.metrics)]
+
+
+def headline_metrics(result: Result) -> list[str]:
+    """The names (after the site) of ``result``'s headline metrics that it has."""
+    from geomlens.formatting import split_metric
+
+    sites = result_sites(result)
+    present = {split_metric(key, sites)[1] for key in result.metrics if split_metric(key, sites)[0]}
+    wanted = HEADLINES.get(result.analysis)
+    if wanted is None:
+        ordered = dict.fromkeys(split_metric(key, sites)[1] for key in result.metrics)
+        wanted = tuple(name for name in ordered if name in present)[:FALLBACK_HEADLINES]
+    return [name for name in wanted if name in present]
+
+
 def headline(result: Result) -> str:
-    """A short line for the printed summary table: the result's key numbers at its last site."""
-    parts = []
-    for metric in HEADLINE_METRICS:
-        values = per_site(result, metric)
-        if values:
-            site, value = list(values.items())[-1]
-            parts.append(f"{metric} {number(value)} @ {layer_label(site)}")
-    if not parts:
-        summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
-        shown = summary or list(result.metrics.items())
-        parts = [f"{name} {number(value)}" for name, value in shown[:3]]
-    return "; ".join(parts[:3]) or "no metrics"
+    """A short line for the printed summary: the first headline metrics at the last site, with
+    their units, or the result's first summary metrics."""
+    sites = result_sites(result)
+    names = headline_metrics(result)
+    if sites and names:
+        site = next(s for s in reversed(sites) if any(f"{s}.{n}" in result.metrics for n in names))
+        parts = []
+        for name in names:
+            key = f"{site}.{name}"
+            if key not in result.metrics or "_ci_" in name:
+                continue
+            text = f"{metric_name(name)} {metric_value(result, key)}"
+            low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
+            if low in result.metrics and high in result.metrics:
+                text += (
+                    f" (95 % interval {metric_value(result, low)} to {metric_value(result, high)})"
+                )
+            parts.append(text)
+        return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
+    summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
+    shown = summary or list(result.metrics.items())
+    return "; ".join(f"{name} {number(value)}" for name, value in shown[:3]) or "no metrics"

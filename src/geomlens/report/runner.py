@@ -16,16 +16,38 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from geomlens.analyses.catalog import analysis_class
 from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.progress import phase, showing_progress
 from geomlens.report.outcome import Outcome, Report
 from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
 REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE
 REPORT_MAX_LENGTH = DEFAULT_MAX_LENGTH
+
+
+def default_folder(quick: bool) -> Path:
+    """Where a report goes unless told: ``report``, or ``report-quick`` for a quick one."""
+    return Path("report-quick" if quick else "report")
+
+
+def existing_report(folder: str | Path) -> str | None:
+    """What report ``folder`` already holds, in words ("the full report of M from DATE"), or
+    None when it holds none."""
+    import json
+
+    saved = Path(folder) / "results.json"
+    try:
+        provenance = json.loads(saved.read_text()).get("provenance", {})
+    except (OSError, ValueError):
+        return None
+    kind = "quick" if provenance.get("quick") else "full"
+    model = (provenance.get("model") or {}).get("model_id")
+    when = provenance.get("started_utc")
+    return (
+        f"the {kind} report" + (f" of {model}" if model else "") + (f" from {when}" if when else "")
+    )
 
 
 def _error_text(error: BaseException) -> str:
@@ -46,15 +68,18 @@ def _run_pass(
             **kwargs,
         )
 
-    started = time.perf_counter()
     try:
         results = run(report_pass.analyses, adapter, report_pass.dataset, **run_options)
     except Exception:  # fall back to one run per analysis, to tell which one failed
         if len(report_pass.analyses) == 1:
             raise
-    else:
-        seconds = (time.perf_counter() - started) / len(results)
-        return [outcome(name, result=r, seconds=seconds) for name, r in results.items()]
+    else:  # each result's provenance says what it cost (see geomlens.engine.analysis_cost)
+        for result in results.values():
+            result.provenance["data"] = report_pass.description
+        return [
+            outcome(name, result=r, seconds=float(r.provenance.get("cost_seconds", 0.0)))
+            for name, r in results.items()
+        ]
     outcomes = []
     for analysis in report_pass.analyses:
         started = time.perf_counter()
@@ -64,9 +89,24 @@ def _run_pass(
         except Exception as error:  # recorded in the report; the other analyses go on
             outcomes.append(outcome(analysis.name, error=_error_text(error)))
         else:
+            result.provenance["data"] = report_pass.description
             outcomes.append(outcome(analysis.name, result=result))
         outcomes[-1].seconds = time.perf_counter() - started
     return outcomes
+
+
+#: Provenance keys of a result that say what its analysis cost (written by the engine).
+COST_KEYS = ("shared_pass_seconds", "update_seconds", "finalize_seconds", "cost_seconds")
+
+
+def analysis_costs(outcome: Outcome) -> dict[str, float]:
+    """Seconds one analysis of the report cost: the shared pass (once per pass, for all its
+    analyses), its own updates (with any second pass), its finalize, and the total that is its
+    own work plus an equal share of the shared pass."""
+    provenance = outcome.result.provenance if outcome.result is not None else {}
+    costs = {key: float(provenance[key]) for key in COST_KEYS if key in provenance}
+    costs.setdefault("cost_seconds", round(outcome.seconds, 4))
+    return costs
 
 
 def run_analyses(
@@ -88,11 +128,15 @@ def run_analyses(
         "progress": progress,
     }
     outcomes: dict[str, Outcome] = {f.name: Outcome(f.name, error=f.error) for f in failures}
-    bar = tqdm(passes, desc="report passes", unit="pass", disable=not progress)
-    for index, report_pass in enumerate(bar):
-        bar.set_postfix_str(", ".join(report_pass.names))
+    for index, report_pass in enumerate(passes):
+        # A line per pass, no bar: passes differ too much in cost for a count to give an ETA.
+        what = (
+            f"pass {index + 1} of {len(passes)}: {', '.join(report_pass.names)} "
+            f"on {len(report_pass.dataset):,} rows"
+        )
         try:
-            done = _run_pass(report_pass, adapter, index, run_options)
+            with showing_progress(progress), phase(what, announce=True):
+                done = _run_pass(report_pass, adapter, index, run_options)
         except Exception as error:  # a lone analysis failed: record it and go on
             done = [
                 Outcome(
@@ -112,7 +156,7 @@ def build_report(
     *,
     backend: str = "nnsight",
     device: str | None = None,
-    out: str | Path = "report",
+    out: str | Path | None = None,
     quick: bool = False,
     analyses: Sequence[str] | None = None,
     batch_size: int = REPORT_BATCH_SIZE,
@@ -122,6 +166,7 @@ def build_report(
 ) -> Report:
     """Run every built-in analysis (or ``analyses``) on ``model`` and write the report to ``out``.
 
+    ``out`` defaults to ``report`` (``report-quick`` when ``quick``).
     ``model`` is a name or path for ``gl.load`` (default: the bundled all-MiniLM-L6-v2), or an
     adapter / model object for ``gl.attach``. Writes ``out/index.html`` with the figures beside
     it, ``out/results.json`` (every result and the report's provenance) and one
@@ -136,10 +181,11 @@ def build_report(
         analysis_class(name)
     started_at = datetime.datetime.now(datetime.timezone.utc)
     started = time.perf_counter()
-    if model is None or isinstance(model, (str, Path)):
-        adapter = load(model, backend=backend, device=device)
-    else:
-        adapter = attach(model)
+    with showing_progress(progress), phase("loading the model"):
+        if model is None or isinstance(model, (str, Path)):
+            adapter = load(model, backend=backend, device=device)
+        else:
+            adapter = attach(model)
     load_seconds = time.perf_counter() - started
     outcomes, passes = run_analyses(
         adapter,
@@ -162,6 +208,7 @@ def build_report(
         "passes": [
             {
                 "analyses": p.names,
+                "data": p.description,
                 "rows": len(p.dataset),
                 "rows_shipped": p.full_rows,
                 "columns": p.columns,
@@ -169,12 +216,17 @@ def build_report(
             }
             for p in passes
         ],
+        "costs": {o.name: analysis_costs(o) for o in outcomes},
         "load_seconds": round(load_seconds, 2),
         "platform": platform.platform(),
         "versions": library_versions(),
     }
     # Loading and running; drawing and writing the page come after and are not counted.
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
-    report = Report(Path(out), outcomes, provenance)
-    write_report(report)
+    report = Report(Path(out) if out is not None else default_folder(quick), outcomes, provenance)
+    with (
+        showing_progress(progress),
+        phase("drawing the figures and writing the page", announce=True),
+    ):
+        write_report(report)
     return report

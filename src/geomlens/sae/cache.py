@@ -1,9 +1,14 @@
-"""Where trained SAEs are kept: one folder per (model, site, corpus, training config).
+"""Where trained SAEs are kept: one folder per (model weights, site, corpus, training config).
 
 The cache lives under the user's cache directory (``~/.cache/geomlens/sae`` on Linux) unless
 the environment variable ``GEOMLENS_SAE_CACHE`` names another folder. A folder appears whole or
 not at all: it is written under a temporary name and renamed into place, so an interrupted
-training never leaves a half-written SAE that a later run would reuse.
+training never leaves a half-written SAE that a later run would reuse, and a folder once
+published is never written again (a concurrent run keeps the first one).
+
+Each entry records the key it was made for (:data:`KEY_FILE`); a reuse checks it, so an entry
+is never trusted by its folder name alone, and a damaged entry (its key or its SAE unreadable,
+or made for another key) is refused with its path.
 """
 
 from __future__ import annotations
@@ -22,6 +27,13 @@ import platformdirs
 
 #: Environment variable that overrides the cache folder.
 CACHE_ENV = "GEOMLENS_SAE_CACHE"
+
+#: The key an entry was made for, written inside it (JSON).
+KEY_FILE = "geomlens_cache_key.json"
+
+
+class DamagedCacheEntryError(ValueError):
+    """A cache entry that cannot be trusted: unreadable, or made for another key."""
 
 
 def sae_cache_dir(override: str | Path | None = None) -> Path:
@@ -49,13 +61,52 @@ def cache_entry(key: dict[str, Any], cache_dir: str | Path | None = None) -> Pat
     return sae_cache_dir(cache_dir) / f"{readable}__{cache_key(key)}"
 
 
-def publish_folder(folder: Path, write: Callable[[Path], None]) -> None:
-    """Create ``folder`` atomically: ``write`` fills a staging folder beside it, which is then
-    renamed into place. If another process published it first, theirs is kept."""
+def _plain_key(key: dict[str, Any]) -> Any:
+    return json.loads(json.dumps(key, sort_keys=True, default=str))
+
+
+def check_entry(folder: Path, key: dict[str, Any]) -> None:
+    """Refuse ``folder`` unless it records exactly ``key`` (see the module docstring)."""
+    advice = "delete the folder to train the SAE again"
+    try:
+        recorded = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DamagedCacheEntryError(
+            f"The cached SAE {folder} records no key ({KEY_FILE} is missing: an older geomlens "
+            f"or a damaged entry), so it cannot be trusted; {advice}."
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DamagedCacheEntryError(
+            f"The cached SAE {folder} is damaged: its {KEY_FILE} cannot be read ({error}); "
+            f"{advice}."
+        ) from None
+    if recorded != _plain_key(key):
+        differences = sorted(
+            name
+            for name in set(recorded if isinstance(recorded, dict) else {}) | set(key)
+            if not isinstance(recorded, dict) or recorded.get(name) != _plain_key(key).get(name)
+        )
+        raise DamagedCacheEntryError(
+            f"The cached SAE {folder} was made for another key (differs in "
+            f"{', '.join(differences) or 'its form'}) than the one its folder name stands for; "
+            f"{advice}."
+        )
+
+
+def publish_folder(
+    folder: Path, write: Callable[[Path], None], key: dict[str, Any] | None = None
+) -> None:
+    """Create ``folder`` atomically: ``write`` fills a staging folder beside it (with ``key``
+    recorded in it), which is then renamed into place. If another process published it first,
+    theirs is kept and nothing of it is rewritten."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         write(staging)
+        if key is not None:
+            (staging / KEY_FILE).write_text(
+                json.dumps(_plain_key(key), indent=2, sort_keys=True), encoding="utf-8"
+            )
         try:
             staging.rename(folder)
         except OSError:

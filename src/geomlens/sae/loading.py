@@ -9,12 +9,14 @@ message saying which, before the first forward pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from sae_lens import SAE
+from safetensors import SafetensorError
 
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.config_fields import MLP_WIDTH_FIELDS, RESIDUAL_WIDTH_FIELDS, first_field
@@ -53,7 +55,7 @@ def _load_named(spec: str) -> SAE:
                 f"{path} is not an SAE saved by sae-lens: expected a folder holding "
                 f"{' and '.join(SAE_FILES)} (what SAE.save_model writes)."
             )
-        return SAE.load_from_disk(str(path))
+        return read_sae_folder(path)
     if "/" not in spec:
         raise ValueError(
             f"SAE {spec!r} is neither an existing folder nor 'release/sae_id' (for example "
@@ -68,6 +70,33 @@ def _load_named(spec: str) -> SAE:
             f"({type(error).__name__}: {error}). Offline, train one with `geomlens sae train` "
             "or pass a folder saved by sae-lens."
         ) from error
+
+
+def read_sae_folder(path: Path, device: str | None = None) -> SAE:
+    """``SAE.load_from_disk(path)``, with a damaged folder refused in one sentence naming it.
+
+    sae-lens reads the weights with safetensors (never a pickle), so a weights file that is a
+    pickle is refused like any other file that is not safetensors, and nothing of it runs.
+    """
+    try:
+        if device is None:
+            return SAE.load_from_disk(str(path))
+        return SAE.load_from_disk(str(path), device=device)
+    except json.JSONDecodeError as error:
+        problem = f"its cfg.json is not JSON ({error})"
+    except SafetensorError as error:
+        problem = f"its sae_weights.safetensors is damaged, truncated or not safetensors ({error})"
+    except RuntimeError as error:
+        lines = [line.strip() for line in str(error).splitlines() if "size mismatch" in line]
+        if not lines:
+            raise
+        problem = f"its cfg.json does not match its weights ({lines[0]})"
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        problem = f"its cfg.json lacks or misstates a field sae-lens needs ({type(error).__name__}: {error})"
+    raise ValueError(
+        f"The SAE folder {path} cannot be read: {problem}. Save the SAE again with sae-lens's "
+        "save_model, or train one with `geomlens sae train`."
+    )
 
 
 def sae_site(sae: SAE) -> str | None:

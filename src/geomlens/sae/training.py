@@ -27,10 +27,12 @@ from sae_lens.training.sae_trainer import SAETrainer
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
+from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.results import atomic_write_text
-from geomlens.sae.cache import cache_entry, publish_folder
+from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
+from geomlens.sae.loading import read_sae_folder
 
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
 TRAINING_RECORD = "geomlens_training.json"
@@ -163,8 +165,30 @@ def train_sae(
         feature_sampling_window=max(1, config.tokens // config.batch_tokens),
         device=str(adapter.device),
     )
-    # sae-lens's trainer shows its own progress bar ("Training SAE", in tokens).
-    return SAETrainer(trainer_config, sae, provider()).fit()
+    return _StepTrainer(trainer_config, sae, provider()).fit()
+
+
+class _StepTrainer(SAETrainer):
+    """sae-lens's trainer with its bar moved every step (sae-lens moves it every 100 steps, so
+    a short run sat at 0 % and stopped short of 100 %), capped at the bar's total."""
+
+    def _update_pbar(self, step_output: Any, pbar: Any, update_interval: int = 100) -> None:
+        if self.n_training_steps % update_interval == 0:  # the losses, as often as sae-lens
+            super()._update_pbar(step_output, _NoAdvance(pbar), update_interval)
+        pbar.update(min(self.cfg.train_batch_size_samples, pbar.total - pbar.n))
+
+
+class _NoAdvance:
+    """A bar whose description may change but which does not advance (the step does that)."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def set_description(self, text: str) -> None:
+        self.bar.set_description(f"Training SAE {text}")
+
+    def update(self, count: int) -> None:
+        pass
 
 
 def cached_sae(
@@ -179,15 +203,11 @@ def cached_sae(
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
     when it is not there yet. ``corpus`` names ``data`` in the cache key."""
     config = config or TrainingConfig()
-    key = {
-        "model": adapter.model_id,
-        "site": site,
-        "corpus": corpus,
-        "config": config.to_dict(),
-    }
+    key = _cache_key(adapter, site, corpus, config)
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
-        return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, True)
+        check_entry(folder, key)  # never trusted by its folder name alone
+        return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, True)
     trained = train_sae(adapter, site, data, config)
 
     def write(staging: Path) -> None:
@@ -195,8 +215,32 @@ def cached_sae(
         record = {**key, "l0": trained.cfg.metadata.get("l0"), "sae_lens_files": "inference"}
         atomic_write_text(staging / TRAINING_RECORD, json.dumps(record, indent=2, default=str))
 
-    publish_folder(folder, write)
-    return TrainedSAE(SAE.load_from_disk(str(folder), device=str(adapter.device)), folder, False)
+    publish_folder(folder, write, key)
+    return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
+
+
+def _cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+    return {
+        "model": adapter.model_id,
+        # The same model name may stand for other weights (a model retrained into its folder).
+        "model_weights": weights_fingerprint(adapter),
+        "site": site,
+        "corpus": corpus,
+        "config": config.to_dict(),
+    }
+
+
+def is_cached(
+    adapter: Adapter,
+    site: str,
+    *,
+    corpus: str,
+    config: TrainingConfig | None = None,
+    cache_dir: str | Path | None = None,
+) -> bool:
+    """Whether :func:`cached_sae` would reuse a saved SAE (no training) for these arguments."""
+    key = _cache_key(adapter, site, corpus, config or TrainingConfig())
+    return cache_entry(key, cache_dir).is_dir()
 
 
 def corpus_texts(parts: Sequence[str] = ("training",), limit: int | None = None) -> Dataset:

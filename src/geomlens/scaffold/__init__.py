@@ -9,6 +9,7 @@ docs/plugins.md for the plugin guide.
 
 from __future__ import annotations
 
+import keyword
 import re
 from pathlib import Path
 
@@ -36,6 +37,12 @@ def check_name(name: str) -> None:
             f"Plugin name {name!r} must be lower case letters and digits, words joined by single "
             "hyphens, starting with a letter (e.g. 'linear-cka')."
         )
+    class_name = plugin_names(name)["class_name"]
+    if keyword.iskeyword(class_name) or keyword.iskeyword(name):
+        raise ValueError(
+            f"Plugin name {name!r} would make a class named {class_name}, a Python keyword, so "
+            f"the package would not import; pick another name (e.g. '{name}-analysis')."
+        )
     if name in list_analyses():
         raise ValueError(
             f"An analysis named {name!r} already exists; pick another name (taken: "
@@ -51,7 +58,12 @@ def new_plugin(name: str, directory: str | Path = ".") -> Path:
 
     check_name(name)
     names = plugin_names(name)
-    root = Path(directory) / names["distribution"]
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"--dir {directory} is a file, not a folder; give a folder to write in.")
+    root = directory / names["distribution"]
+    if root.exists() and not root.is_dir():
+        raise FileExistsError(f"{root} exists and is a file; choose another --dir.")
     if root.exists() and any(root.iterdir()):
         raise FileExistsError(f"{root} already exists and is not empty; choose another --dir.")
     environment = jinja2.Environment(

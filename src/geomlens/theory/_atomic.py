@@ -37,9 +37,13 @@ def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        if target.exists():  # an overwritten file keeps its mode (a private 0600 stays private)
+            mode = target.stat().st_mode & 0o7777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""Closed forms of the two-factor symmetric (2FS) abstraction model (SPEC §2.3).
+"""Closed forms of the two-factor symmetric (2FS) abstraction model (docs/theory.md#abstraction-two-factor-model).
 
 Conventions, fixed here so that the closed forms and the simulators in ``abstraction_sim``
 agree exactly (every factor below is derived, none is fitted):
@@ -18,7 +18,7 @@ agree exactly (every factor below is derived, none is fitted):
 - Depth ``L`` counts hidden layers (``L = 1`` is the two-layer network): ``Z_ℓ = X W_1 ⋯ W_ℓ``
   and the readout acts on ``Z_L``. Every ``W_ℓ`` starts as ``√κ`` times a matrix with
   orthonormal rows, so ``λ_m(0) = κ^L λ^x_m`` (``κ λ^x_m`` for the two-layer network, the
-  SPEC's default). That start is balanced and aligned with the modes, which the flow keeps, so
+  default of docs/theory.md#abstraction-dynamics). That start is balanced and aligned with the modes, which the flow keeps, so
   ``dλ/dt = 2Lγ λ^(2 − 1/L) (λ^x)^(1/L) λ^y / (1 + γλ)²`` for the last hidden layer.
 """
 
@@ -48,7 +48,7 @@ ACTIVATIONS = ("erf", "relu", "leaky_relu")
 
 
 class ModeSpectrum(NamedTuple):
-    """Eigenvalues of a 2FS kernel, one per mode (SPEC §2.3)."""
+    """Eigenvalues of a 2FS kernel, one per mode (docs/theory.md#abstraction-two-factor-model)."""
 
     G: float
     S: float
@@ -80,7 +80,7 @@ def two_factor_kernel(eigenvalues: ArrayLike) -> np.ndarray:
 
 
 def decompose_2fs(kernel: ArrayLike, tolerance: float = TOLERANCE) -> ModeSpectrum:
-    """Eigenvalues ``λ_m = v_mᵀ Σ v_m`` of a 2FS-symmetric 4 × 4 kernel (SPEC §2.3).
+    """Eigenvalues ``λ_m = v_mᵀ Σ v_m`` of a 2FS-symmetric 4 × 4 kernel (docs/theory.md#abstraction-two-factor-model).
 
     Rows and columns follow ``CLASS_ORDER``. ``tolerance`` is relative to the largest entry:
     asymmetry, off-diagonal mass in the Hadamard basis or negative eigenvalues beyond it raise
@@ -161,7 +161,7 @@ def alpha_from_nu(nu: ArrayLike) -> np.ndarray | float:
 
 def alpha_terminal(nu_x: ArrayLike, nu_y: ArrayLike) -> np.ndarray | float:
     """Terminal abstraction of the two-layer network: ``α_∞ = (1 − √ν̄)/(1 + √ν̄)``,
-    ``ν̄ = ν(Σ_x) ν(Σ_y)`` (SPEC §2.3)."""
+    ``ν̄ = ν(Σ_x) ν(Σ_y)`` (docs/theory.md#abstraction-dynamics)."""
     input_ratio = np.asarray(nu_x, dtype=float)
     target_ratio = np.asarray(nu_y, dtype=float)
     for name, ratio in (("nu_x", input_ratio), ("nu_y", target_ratio)):
@@ -178,7 +178,7 @@ def alpha_terminal(nu_x: ArrayLike, nu_y: ArrayLike) -> np.ndarray | float:
 
 
 def clock(a: ArrayLike, depth: int = 1) -> np.ndarray:
-    """The clock ``F_L(a)`` that advances linearly in time for ``a = γλ`` (SPEC §2.3).
+    """The clock ``F_L(a)`` that advances linearly in time for ``a = γλ`` (docs/theory.md#abstraction-dynamics).
 
     ``F_1(a) = a²/2 + 2a + ln a``; for depth ``L > 1`` it is the antiderivative of
     ``(1 + a)² a^(1/L − 2)``: ``−L/(L−1) a^(−(L−1)/L) + 2L a^(1/L) + L/(L+1) a^((L+1)/L)``.
@@ -218,7 +218,7 @@ def mode_trajectory(
     """Exact eigenvalues ``λ_m(t)`` of the last hidden kernel, shape ``[len(times), modes]``.
 
     Solves ``dλ/dt = 2Lγ λ^(2−1/L) (λ^x)^(1/L) λ^y / (1 + γλ)²`` from ``λ(0) = κ^L λ^x`` through
-    the clock ``F_L`` (SPEC §2.3; ``L = 1``: ``dλ/dt = 2γ λ λ^x λ^y / (1 + γλ)²``).
+    the clock ``F_L`` (docs/theory.md#abstraction-dynamics; ``L = 1``: ``dλ/dt = 2γ λ λ^x λ^y / (1 + γλ)²``).
     """
     log_modes = _log_mode_trajectory(lambda_x, lambda_y, gamma, kappa, times, depth)
     return np.exp(log_modes) / gamma
@@ -232,7 +232,7 @@ def alpha_trajectory(
     times: ArrayLike,
     depth: int = 1,
 ) -> np.ndarray:
-    """Exact abstraction ``α(t)`` of the last hidden layer at each of ``times`` (SPEC §2.3).
+    """Exact abstraction ``α(t)`` of the last hidden layer at each of ``times`` (docs/theory.md#abstraction-dynamics).
 
     ``sigma_x`` and ``sigma_y`` are 2FS kernels (``CLASS_ORDER``); the network starts from
     ``λ_m(0) = κ^L λ^x_m`` and follows gradient flow with the ridge readout ``1/γ`` solved at
@@ -262,7 +262,7 @@ def alpha_trajectory(
 def alpha_max(
     sigma_x: ArrayLike, sigma_y: ArrayLike, gamma: float, kappa: float, depth: int = 1
 ) -> float:
-    """Supremum over training time of ``α(t)`` (SPEC §2.3: it increases toward 1 as κ ↓ 0).
+    """Supremum over training time of ``α(t)`` (docs/theory.md#abstraction-dynamics: it increases toward 1 as κ ↓ 0).
 
     α(t) overshoots ``α_∞`` even from a lazy start (the overshoot fades like 1/κ²); the
     supremum is ``α_∞`` itself only when α never exceeds it, e.g. with a noiseless target
@@ -280,7 +280,7 @@ def plateau_length(
     depth: int = 1,
 ) -> float:
     """Time during which ``α(t) ≥ level``: the near-perfect plateau, ``Θ(log 1/κ)`` for the
-    two-layer network (SPEC §2.3).
+    two-layer network (docs/theory.md#abstraction-dynamics).
 
     Returns 0 when α never reaches ``level`` and ``inf`` when ``α_∞ ≥ level``. α(t) rises to a
     single peak and then decays (checked on fine grids in the tests), so the plateau is the
@@ -311,7 +311,7 @@ def plateau_length(
 
 def depth_terminal(alpha_x: ArrayLike, alpha_y: ArrayLike, L: int) -> np.ndarray | float:
     """Terminal abstraction of the last of ``L`` hidden layers of a balanced deep linear
-    network: ``artanh α_∞ = artanh α_x /(L+1) + L artanh α_y /(L+1)`` (SPEC §2.3)."""
+    network: ``artanh α_∞ = artanh α_x /(L+1) + L artanh α_y /(L+1)`` (docs/theory.md#abstraction-depth)."""
     _check_depth(L)
     input_alpha = _alpha_array(alpha_x, "alpha_x")
     target_alpha = _alpha_array(alpha_y, "alpha_y")
@@ -324,7 +324,7 @@ def depth_terminal(alpha_x: ArrayLike, alpha_y: ArrayLike, L: int) -> np.ndarray
 
 def depth_per_layer(alpha_x: float, alpha_last: ArrayLike, L: int) -> np.ndarray:
     """Abstraction of hidden layers ``ℓ = 0..L`` (``ℓ = 0`` is the input), last axis:
-    ``artanh α^(ℓ) = (1 − ℓ/L) artanh α_x + (ℓ/L) artanh α^(L)`` (SPEC §2.3).
+    ``artanh α^(ℓ) = (1 − ℓ/L) artanh α_x + (ℓ/L) artanh α^(L)`` (docs/theory.md#abstraction-depth).
 
     Exact at every time for the balanced, mode-aligned network: each layer multiplies mode
     ``m`` by the same gain, so ``ln ν`` is linear in ``ℓ``.
@@ -350,7 +350,7 @@ def depth_per_layer(alpha_x: float, alpha_last: ArrayLike, L: int) -> np.ndarray
 def dual_kernel(Q: ArrayLike, activation: Activation, slope: float | None = None) -> np.ndarray:
     """Post-activation kernel ``K_ij = E_w[φ(wᵀz_i) φ(wᵀz_j)]``, ``w ~ N(0, I)``, ``Q = Z Zᵀ``.
 
-    Closed forms (SPEC §2.3): erf, the arcsine kernel
+    Closed forms (docs/theory.md#abstraction-nonlinearities): erf, the arcsine kernel
     ``(2/π) arcsin(2Q_ij / √((1 + 2Q_ii)(1 + 2Q_jj)))``; ReLU, the arc-cosine kernel
     ``√(Q_ii Q_jj)(sin θ + (π − θ) cos θ)/(2π)`` with ``cos θ = Q_ij / √(Q_ii Q_jj)``; leaky ReLU
     with slope ω, ``(1 − ω)² K_ReLU + ω Q`` (the linear part). Any positive semi-definite ``Q``.
@@ -370,9 +370,9 @@ def dual_kernel(Q: ArrayLike, activation: Activation, slope: float | None = None
 
 
 def attenuation(Q: ArrayLike, activation: Activation, slope: float | None = None) -> float:
-    """Attenuation factor ``A_φ(Q) = α_K / α_Q`` of a 2FS pre-activation kernel (SPEC §2.3).
+    """Attenuation factor ``A_φ(Q) = α_K / α_Q`` of a 2FS pre-activation kernel (docs/theory.md#abstraction-nonlinearities).
 
-    ``K`` is the infinite-width post-activation kernel (``dual_kernel``); the SPEC states
+    ``K`` is the infinite-width post-activation kernel (``dual_kernel``); docs/theory.md#abstraction-nonlinearities states
     ``0 ≤ A_φ ≤ 1`` whenever ``α_Q > 0``. ``activation`` is ``"erf"``, ``"relu"`` or
     ``"leaky_relu"`` (which needs ``slope`` ω in [0, 1]). Computed from the mode eigenvalues
     with differences that never cancel, so it stays accurate when one mode dwarfs the others.

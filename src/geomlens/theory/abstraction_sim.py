@@ -1,5 +1,5 @@
 """Simulators for the 2FS abstraction theory: the closed forms of ``abstraction`` are checked
-against them (SPEC §2.3).
+against them (docs/theory.md#abstraction-dynamics).
 
 - ``two_factor_data`` builds class means whose kernel is 2FS with prescribed eigenvalues.
 - ``train_linear_network`` trains the two-layer (``depth=1``) or deep linear network by plain
@@ -146,7 +146,7 @@ def train_linear_network(
     seed: int = 0,
 ) -> LinearRun:
     """Train the linear network on class means ``x`` ``[4, d_x]`` and targets ``y``
-    ``[4, d_y]`` by gradient descent with the exact ridge readout ``1/γ`` (SPEC §2.3).
+    ``[4, d_y]`` by gradient descent with the exact ridge readout ``1/γ`` (docs/theory.md#abstraction-dynamics).
 
     ``depth`` hidden layers (``1``: the two-layer network). ``hidden_dim`` defaults to
     ``d_x``. Records are taken every ``record_every`` steps, including step 0 and the last.

@@ -1,6 +1,6 @@
 """Ball measures b_p(ε) = ν(B_ε(p)) of the stimulus spaces the resolution laws are stated on.
 
-SPEC §1.2: the constant-similarity laws depend on the space only through the distribution of
+docs/theory.md#resolution-theorems: the constant-similarity laws depend on the space only through the distribution of
 b_p(ε) over probes p ~ ν. Every ball here is open (d < ε), matching g = 1 inside d < ε.
 """
 

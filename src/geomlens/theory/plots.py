@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from geomlens.theory._atomic import atomic_save_figure
+from geomlens.theory.resolution import N2_MEANING, PLANE_AXES
 
 Curve = tuple[ArrayLike, ArrayLike]
 """A curve as (p_S values, p_I values)."""
@@ -52,7 +53,7 @@ class Overlay:
     One point is drawn as a marker, several as a line through markers. ``panel`` picks the
     axes of a figure with several (the collapse figure: 0 = p_S^n, 1 = p_I^n).
 
-    The coordinates of each figure: Pareto front x = p_I, y = p_S (use :func:`pareto_point`);
+    The coordinates of each figure: Pareto front x = p_S, y = p_I (use :func:`pareto_point`);
     collapse x = n, y = p_S^n (panel 0) or p_I^n (panel 1); abstraction x = t, y = α;
     SSD bound x = N, y = U in bits per token.
     """
@@ -65,7 +66,7 @@ class Overlay:
 
 def pareto_point(p_s: ArrayLike, p_i: ArrayLike, label: str = "measured") -> Overlay:
     """The overlay of measured (p_S, p_I) (one point, or an empirical curve) on the front."""
-    return Overlay(x=p_i, y=p_s, label=label)
+    return Overlay(x=p_s, y=p_i, label=label)
 
 
 def add_overlays(axes: Axes | Sequence[Axes], overlays: Sequence[Overlay]) -> None:
@@ -97,62 +98,75 @@ def draw_pareto(
     *,
     universal: Curve,
     linear_decay: Curve | None = None,
-    noisy: Curve | None = None,
+    noisy: Curve | Mapping[float, Curve] | None = None,
     delta: float = 0.0,
     optimum: tuple[float, float] | None = None,
     universal_b: ArrayLike | None = None,
 ) -> None:
-    """Draw the similarity / identification fronts in the (p_I, p_S) plane onto ``axes``.
+    """Draw the similarity / identification fronts in the (p_S, p_I) plane onto ``axes``
+    (p_S on x, p_I on y, as every figure of that plane in geomlens).
 
     Args:
         axes: where to draw.
         universal: the universal front of Theorem 1 (Δ = 0), as (p_S, p_I).
         linear_decay: Proposition 1's front for linear-decay similarity on the circle.
-        noisy: the front of Theorem 2 for noise ``delta``, drawn when given.
-        delta: the noise level of ``noisy``, for the title and legend.
+        noisy: fronts of Theorem 2, ``{Δ: curve}`` (by convention those of
+            ``resolution.NOISE_CURVES``), or one curve for noise ``delta``.
+        delta: the noise level of a single ``noisy`` curve, for the title and legend.
         optimum: the (p_S, p_I) point of best similarity accuracy, marked when given.
         universal_b: the ball measure b of each point of ``universal``; when given, the front
             is coloured by regime and labelled with b along it.
     """
     p_s, p_i = _array(universal[0]), _array(universal[1])
     if universal_b is None:
-        axes.plot(p_i, p_s, color="k", label="universal front (Δ = 0, Theorem 1)")
+        axes.plot(p_s, p_i, color="k", label="universal front (Δ = 0, Theorem 1)")
     else:
         b = _array(universal_b)
         for label, low, high, colour in _REGIME_SPANS:
             inside = (b >= low) & (b <= high)
-            axes.plot(p_i[inside], p_s[inside], color=colour, linewidth=2.5, label=label)
+            axes.plot(p_s[inside], p_i[inside], color=colour, linewidth=2.5, label=label)
         axes.plot([], [], " ", label="(coloured: universal front, Δ = 0, Theorem 1)")
         for marked in _MARKED_B:
             at = int(np.argmin(np.abs(b - marked)))
-            axes.plot(p_i[at], p_s[at], "k.", markersize=6)
+            axes.plot(p_s[at], p_i[at], "k.", markersize=6)
             axes.annotate(
                 f"b = {marked:g}",
-                (p_i[at], p_s[at]),
+                (p_s[at], p_i[at]),
                 textcoords="offset points",
                 xytext=(4, 4),
                 fontsize=7,
             )
-    if noisy is not None:
-        axes.plot(_array(noisy[1]), _array(noisy[0]), color="grey", label=f"front, Δ = {delta:g}")
+    fronts = {} if noisy is None else noisy if isinstance(noisy, Mapping) else {delta: noisy}
+    for (level, curve), style in zip(sorted(fronts.items()), (":", "-.", (0, (1, 3)), "-")):
+        axes.plot(
+            _array(curve[0]),
+            _array(curve[1]),
+            color="grey",
+            linestyle=style,
+            label=f"front with floor Δ = {level:g} (Theorem 2)",
+        )
     if linear_decay is not None:
         axes.plot(
-            _array(linear_decay[1]),
             _array(linear_decay[0]),
+            _array(linear_decay[1]),
             linestyle="--",
             color="tab:blue",
             label="linear decay on the circle (Prop. 1)",
         )
     if optimum is not None:
-        axes.plot(optimum[1], optimum[0], "k*", markersize=10, label="optimum p_S (b = 1/2)")
-    axes.set_xlabel("identification accuracy p_I")
-    axes.set_ylabel("similarity accuracy p_S")
-    axes.set_title(f"Semantic resolution, n = 2 candidates, Δ = {delta:g}")
+        axes.plot(optimum[0], optimum[1], "k*", markersize=10, label="optimum p_S (b = 1/2)")
+    axes.set_xlabel(PLANE_AXES[0])
+    axes.set_ylabel(PLANE_AXES[1])
+    title = "Semantic resolution, n = 2 candidates"
+    axes.set_title(
+        title if isinstance(noisy, Mapping) or noisy is None else f"{title}, Δ = {delta:g}"
+    )
     _define_symbols(
         axes,
         "p_S: similarity-test accuracy",
         "p_I: identification-test accuracy",
         "b: ball measure (share of stimuli judged alike)",
+        N2_MEANING,
         "Δ: similarity outside the ball",
     )
 
@@ -218,6 +232,7 @@ def draw_collapse(
         similarity_axes,
         "p_S^n: similarity-test accuracy, n candidates",
         "b: ball measure (share of stimuli judged alike)",
+        N2_MEANING,
         loc="lower left",
     )
     _define_symbols(

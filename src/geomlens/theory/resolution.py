@@ -1,7 +1,7 @@
 """Semantic resolution: expected accuracy of the similarity and identification tests.
 
-SPEC §1.1–1.2 (paper: "Bound by semanticity"). A probe p and n candidates are drawn
-independently from ν; the Luce rule chooses candidate i with probability
+docs/theory.md#resolution-tests (paper: "Bound by semanticity"). A probe p and n candidates
+are drawn independently from ν; the Luce rule chooses candidate i with probability
 D_i = g(x_i, p) / Σ_k g(x_k, p) (uniformly when every g is 0). The similarity test scores
 the candidate closest to p, the identification test a candidate that is a copy of p.
 p_S^n and p_I^n are the expected D_correct.
@@ -51,7 +51,15 @@ __all__ = [
     "similarity_turning_points",
 ]
 
-# The three regimes of the universal front (SPEC §1.2), from fine to coarse resolution.
+#: Noise floors Δ whose fronts (Theorem 2) every figure of the (p_S, p_I) plane draws beside the
+#: universal one, so that the report's, the analysis's and the CLI's figures compare at a glance.
+NOISE_CURVES = (0.1, 0.3, 0.5)
+#: The (p_S, p_I) plane is drawn with p_S on x and p_I on y in every figure.
+PLANE_AXES = ("similarity accuracy p_S", "identification accuracy p_I")
+#: What "n = 2" in a figure means.
+N2_MEANING = "n = 2: each test trial offers two candidates"
+
+# The three regimes of the universal front (docs/theory.md#resolution-theorems), from fine to coarse resolution.
 REGIMES = ("identification", "trade-off", "interference")
 # On the n = 2 front dp_I/dp_S = −1 / (2 (1 − 2b)) whatever Δ (Theorem 2), so the regime
 # boundaries are Δ-free: below b = 1/4 a unit of p_I buys more than a unit of p_S
@@ -110,7 +118,7 @@ def _expectation_over_probes(
 
 
 # --------------------------------------------------------------------------------------------
-# Constant similarity: Theorems 1–3 (SPEC §1.2)
+# Constant similarity: Theorems 1–3 (docs/theory.md#resolution-theorems)
 
 
 def p_similarity(
@@ -123,7 +131,7 @@ def p_similarity(
 ) -> np.ndarray | float:
     """Expected accuracy p_S^n of the n-candidate similarity test, constant similarity.
 
-    SPEC §1.2, Theorems 1–3. With K' ~ Binomial(n, b_p) candidates inside the probe's ball,
+    docs/theory.md#resolution-theorems, Theorems 1–3. With K' ~ Binomial(n, b_p) candidates inside the probe's ball,
     the closest candidate is one of them and gets 1 / (K' + (n − K') Δ); with K' = 0 every
     candidate has the same similarity and the closest gets 1/n:
     p_S^n = E[1{K' ≥ 1} / (K' + (n − K') Δ) + 1{K' = 0} / n]. For n = 2 this is
@@ -164,7 +172,7 @@ def p_identification(
 ) -> np.ndarray | float:
     """Expected accuracy p_I^n of the n-candidate identification test, constant similarity.
 
-    SPEC §1.2, Theorems 1–3. The target (a copy of the probe) has similarity 1 and
+    docs/theory.md#resolution-theorems, Theorems 1–3. The target (a copy of the probe) has similarity 1 and
     K ~ Binomial(n − 1, b_p) distractors fall inside the ball:
     p_I^n = E[1 / (1 + K + (n − 1 − K) Δ)]. At Δ = 0 this is (1 − (1 − b)^n) / (n b)
     (→ 1 as b → 0, ≈ 1/(n b) for large n); for n = 2, (2 − (1 − Δ) b) / (2 (1 + Δ)).
@@ -181,7 +189,7 @@ def p_identification(
 
 
 def identification_asymptote(b: ArrayLike, n: int, delta: ArrayLike = 0.0) -> np.ndarray | float:
-    """The 1/n collapse: p_I^n ≈ 1 / (n (b + (1 − b) Δ)) for large n (SPEC §1.2, Theorem 3).
+    """The 1/n collapse: p_I^n ≈ 1 / (n (b + (1 − b) Δ)) for large n (docs/theory.md#resolution-theorems, Theorem 3).
 
     The n − 1 distractors add about n times the mean similarity b + (1 − b) Δ to the
     denominator of the Luce rule; at Δ = 0 this is the paper's 1/(n b) (inf at b = Δ = 0,
@@ -202,7 +210,7 @@ class CandidateProfile(NamedTuple):
 
 
 def candidate_profile(b: float, n_max: int, delta: float = 0.0) -> CandidateProfile:
-    """p_S^n and p_I^n for every n in 1..n_max (SPEC §1.2, Theorem 3)."""
+    """p_S^n and p_I^n for every n in 1..n_max (docs/theory.md#resolution-theorems, Theorem 3)."""
     ns = np.arange(1, _candidates(n_max) + 1)
     p_s = np.array([p_similarity(b, int(k), delta) for k in ns])
     p_i = np.array([p_identification(b, int(k), delta) for k in ns])
@@ -212,7 +220,7 @@ def candidate_profile(b: float, n_max: int, delta: float = 0.0) -> CandidateProf
 def similarity_turning_points(b: float, n_max: int, delta: float = 0.0) -> tuple[int, ...]:
     """The n ≤ n_max at which p_S^n turns (a local minimum or maximum in n).
 
-    SPEC §1.2: for small b, p_S^n is not monotone in n. Adding candidates first hurts (more
+    docs/theory.md#resolution-theorems: for small b, p_S^n is not monotone in n. Adding candidates first hurts (more
     chances to split the choice among far candidates); once n b ~ 1 a candidate usually falls
     inside the ball and is chosen outright, so p_S^n rises to a maximum near n ~ 1/b, after
     which several candidates share the ball and p_S^n falls like 1/(n b). For b = 0.01 the
@@ -248,7 +256,7 @@ class FrontPosition(NamedTuple):
 def pareto_front(num: int = 201, *, n: int = 2, delta: float = 0.0) -> Front:
     """The universal front {(p_S^n(b), p_I^n(b)) : b ∈ [0, 1]} of homogeneous spaces.
 
-    SPEC §1.2, Theorems 1–2: with Var(b) = 0 both accuracies depend on b alone, whatever
+    docs/theory.md#resolution-theorems, Theorems 1–2: with Var(b) = 0 both accuracies depend on b alone, whatever
     the space and ν. ``num`` points, evenly spaced in b.
     """
     if not isinstance(num, (int, np.integer)) or num < 2:
@@ -260,7 +268,7 @@ def pareto_front(num: int = 201, *, n: int = 2, delta: float = 0.0) -> Front:
 def similarity_optimum(n: int = 2, delta: float = 0.0) -> FrontPosition:
     """The ball measure b* that maximises p_S^n, with p_S^n(b*) and p_I^n(b*).
 
-    SPEC §1.2: for n = 2, b* = 1/2 and p_S = 1/2 + (1 − Δ)/(4 (1 + Δ)) (3/4 at Δ = 0).
+    docs/theory.md#resolution-theorems: for n = 2, b* = 1/2 and p_S = 1/2 + (1 − Δ)/(4 (1 + Δ)) (3/4 at Δ = 0).
     Found numerically so that it holds for any n; ``distance`` is 0.
     """
     n, delta = _candidates(n), float(_noise(delta))
@@ -275,7 +283,7 @@ def similarity_optimum(n: int = 2, delta: float = 0.0) -> FrontPosition:
 
 
 def regime(b: ArrayLike) -> str | np.ndarray:
-    """Which regime of the n = 2 front a ball measure b lies in (SPEC §1.2).
+    """Which regime of the n = 2 front a ball measure b lies in (docs/theory.md#resolution-theorems).
 
     * ``"identification"`` (b < 1/4): fine resolution, p_I near 1, p_S near chance; here the
       front's slope is shallower than −1, so generalisation costs little identification.
@@ -324,7 +332,7 @@ def linear_decay_circle(b: ArrayLike) -> tuple[np.ndarray | float, np.ndarray | 
 
     Uniform ν, geodesic d ∈ [0, 1/2], b = 2ε ∈ [0, 1]:
     p_S = 1/2 + b − (3/2 − ln 2) b² and p_I = 1 − (1 − ln 2) b (both ln 2 at b = 1).
-    This is the front the toy ReLU network's trajectories are compared with (SPEC §1.3).
+    This is the front the toy ReLU network's trajectories are compared with (docs/theory.md#resolution-toy-network).
     """
     b = _ball_measure(b)
     p_s = 0.5 + b - (1.5 - np.log(2.0)) * b**2
@@ -543,7 +551,7 @@ def evaluate(
     draws: Literal["independent", "distinct"] = "independent",
     choice: Literal["expected", "sampled"] = "expected",
 ) -> Accuracy:
-    """Expected p_S^n and p_I^n of a finite stimulus set under a given similarity (SPEC §1.1).
+    """Expected p_S^n and p_I^n of a finite stimulus set under a given similarity (docs/theory.md#resolution-finite-sets).
 
     By default probe and candidates are drawn independently from ν (with replacement, as in
     the theory: a candidate may equal the probe or another candidate) and D_correct is the

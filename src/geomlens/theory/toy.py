@@ -1,6 +1,6 @@
 """The paper's minimal ReLU network, whose learned similarity develops a finite resolution.
 
-SPEC §1.3. l one-hot stimuli on a circle or a segment (or under any distance matrix),
+docs/theory.md#resolution-toy-network. l one-hot stimuli on a circle or a segment (or under any distance matrix),
 embedded by W ∈ R^{m×l}. The learned similarity is g(x_i, x_j) = ReLU(⟨W x_i, W x_j⟩) + 1e-10
 and choices follow the Luce rule. Training minimises λ_sim · (similarity NLL on trials of a
 probe and n candidates, n = 2 by default: the paper's 3-item trials) + λ_rec · MSE(ReLU(WᵀW x),
@@ -36,7 +36,7 @@ SIMILARITY_FLOOR = 1e-10
 
 @dataclass(frozen=True)
 class ToyConfig:
-    """Hyper-parameters of the toy network; the defaults are the paper's (SPEC §1.3).
+    """Hyper-parameters of the toy network; the defaults are the paper's (docs/theory.md#resolution-toy-network).
 
     ``steps_per_epoch`` = 15 is the paper's 2000 trials per epoch in batches of 128.
     ``candidates`` is n, the candidates of a similarity trial (each trial draws n + 1 distinct
@@ -141,7 +141,7 @@ def _checked_distances(distances: ArrayLike, stimuli: int) -> np.ndarray:
 
 
 def learned_similarity(weights: np.ndarray | torch.Tensor) -> np.ndarray:
-    """The network's similarity matrix g(x_i, x_j) = ReLU(⟨w_i, w_j⟩) + 1e-10 (SPEC §1.3)."""
+    """The network's similarity matrix g(x_i, x_j) = ReLU(⟨w_i, w_j⟩) + 1e-10 (docs/theory.md#resolution-toy-network)."""
     w = torch.as_tensor(weights).detach().to(torch.float64)
     return (torch.relu(w.T @ w) + SIMILARITY_FLOOR).numpy()
 

@@ -44,7 +44,9 @@ class Anisotropy(Analysis):
         self._check_mergeable(other)
         if other.unit_sum is not None:
             self.unit_sum = (
-                other.unit_sum if self.unit_sum is None else self.unit_sum + other.unit_sum
+                other.unit_sum.clone()  # no shared tensors (docs/plugins.md, merge checklist)
+                if self.unit_sum is None
+                else self.unit_sum + other.unit_sum
             )
             self.count += other.count
 

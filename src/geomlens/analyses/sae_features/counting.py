@@ -12,10 +12,12 @@ import numpy as np
 import torch
 
 from geomlens.analyses.sae_features.config import CALIBRATION
+from geomlens.plain_state import state_class
 
 NEVER = np.iinfo(np.int64).max
 
 
+@state_class
 @dataclass
 class ConditionStats:
     """Mergeable statistics of one condition at one site."""
@@ -46,6 +48,7 @@ class ConditionStats:
         self.losses += other.losses
 
 
+@state_class
 @dataclass
 class SiteState:
     """Everything sae-features keeps for one SAE at one site."""

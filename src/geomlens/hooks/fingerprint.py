@@ -1,0 +1,59 @@
+"""A content fingerprint of the weights behind an adapter (what a checkpoint or a cached SAE
+was made from): the same path may hold other weights by now, a model retrained into its folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import torch
+
+
+def _weight_tensors(adapter: Any) -> list[tuple[str, torch.Tensor]]:
+    """The tensors a run's numbers come from: the model's parameters and buffers, or the
+    recorded activations of a model-less adapter."""
+    recorded = getattr(adapter, "recorded_arrays", None)
+    if recorded is not None:
+        return sorted(recorded.items())
+    model = getattr(adapter, "model", None)
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [*model.named_parameters(), *model.named_buffers()]
+
+
+def weights_fingerprint(adapter: Any) -> str:
+    """A content fingerprint of the weights (or recorded activations) behind ``adapter``.
+
+    A checkpoint's identity must include the weights, not only the model's path: a model
+    retrained into the same folder would otherwise resume with rows of both. Per tensor, four
+    float64 sums computed where it lives (its sum, its squared norm, and sums weighted by row
+    and by column number, so a permutation of rows or columns changes it too), read back once.
+    """
+    described: list[Any] = []
+    sums: list[torch.Tensor] = []
+    for name, tensor in _weight_tensors(adapter):
+        described.append([name, list(tensor.shape), str(tensor.dtype)])
+        if tensor.is_meta or tensor.numel() == 0:
+            continue
+        values = tensor.detach()
+        if values.is_complex():
+            values = torch.view_as_real(values)
+        if not values.is_floating_point():  # integer and bool buffers (position ids, masks)
+            values = values.to(torch.float64)
+        matrix = values.reshape(values.shape[0] if values.dim() else 1, -1)
+        rows = torch.arange(1, matrix.shape[0] + 1, device=matrix.device, dtype=torch.float64)
+        columns = torch.arange(1, matrix.shape[1] + 1, device=matrix.device, dtype=torch.float64)
+        sums.append(
+            torch.stack(
+                [
+                    matrix.sum(dtype=torch.float64),
+                    torch.linalg.vector_norm(matrix, dtype=torch.float64) ** 2,
+                    (matrix.sum(dim=1, dtype=torch.float64) * rows).sum(),
+                    (matrix.sum(dim=0, dtype=torch.float64) * columns).sum(),
+                ]
+            ).cpu()
+        )
+    numbers = torch.cat(sums).tolist() if sums else []
+    text = json.dumps([described, [float.hex(x) for x in numbers]])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
