@@ -75,5 +75,7 @@ def test_every_builtin_touches_every_point():
         else:
             names = _class_names(source)
         assert names.get(cls) == builtin.name, builtin
-        assert builtin.name in RECIPES, f"add a recipe for {builtin.name} to tests/helpers/recipes.py"
+        assert builtin.name in RECIPES, (
+            f"add a recipe for {builtin.name} to tests/helpers/recipes.py"
+        )
         assert f"`{builtin.name}`" in readme, f"name {builtin.name} in README.md"

@@ -122,8 +122,6 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
-
-
 def assert_same_results(got: Any, expected: Any, tolerance: float = 1e-6) -> None:
     """Metrics within ``tolerance`` (relative to their size), tables equal (floats likewise)."""
     if isinstance(expected, dict):

@@ -93,6 +93,7 @@ REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
     ),
 }
 
+
 class _StopForward(Exception):
     """Raised from the last hook that still had something to capture: the rest of the forward
     pass cannot change what was captured, so it is not run."""
