@@ -17,15 +17,21 @@ from typing import Any
 import torch
 
 import geomlens as gl
-from geomlens.engine.benchmarking import corpus_texts, interleaved, median_ratio, min_ratio
 from geomlens.data.dataset import as_dataset
+from geomlens.engine.benchmarking import corpus_texts, median_ratio, min_ratio, ratio_spread
 
 try:
     from bench_memory import with_geomlens, with_run_with_cache
-    from common import machine, write
+    from common import add_timing_arguments, machine, steady_timing, timing_record, write
 except ImportError:  # imported as benchmarks.bench_cache_speed
     from benchmarks.bench_memory import with_geomlens, with_run_with_cache
-    from benchmarks.common import machine, write
+    from benchmarks.common import (
+        add_timing_arguments,
+        machine,
+        steady_timing,
+        timing_record,
+        write,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -35,7 +41,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--inputs", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--max-length", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_timing_arguments(parser)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -45,15 +51,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     warm = as_dataset(corpus_texts(args.batch_size))
     checks = {"geomlens": with_geomlens(adapter, warm, args)}
     checks["run_with_cache"] = with_run_with_cache(adapter, warm, args)
-    seconds = interleaved(
+    seconds, spreads = steady_timing(
         {
             "geomlens": lambda: checks.update(geomlens=with_geomlens(adapter, dataset, args)),
             "run_with_cache": lambda: checks.update(
                 run_with_cache=with_run_with_cache(adapter, dataset, args)
             ),
         },
-        args.repeats,
         device,
+        args,
     )
     numbers = {
         "benchmark": "geomlens vs run_with_cache, time, interleaved",
@@ -62,9 +68,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "inputs": args.inputs,
         "batch_size": args.batch_size,
         "max_length": args.max_length,
-        "repeats": args.repeats,
-        "seconds": seconds,
+        **timing_record(args, seconds, spreads),
         "geomlens_over_run_with_cache_seconds": median_ratio(seconds, "geomlens", "run_with_cache"),
+        "geomlens_over_run_with_cache_seconds_spread": ratio_spread(
+            spreads, "geomlens", "run_with_cache"
+        ),
         "geomlens_over_run_with_cache_seconds_fastest": min_ratio(
             seconds, "geomlens", "run_with_cache"
         ),

@@ -1,11 +1,14 @@
 """Overhead of geomlens over the bare forward pass of the same model, on the same batches.
 
-Conditions, interleaved over ``--repeats`` rounds (bare, one analysis, …, all fused, bare, …):
+Conditions, interleaved (bare, one analysis, …, all fused, bare, …) after a warm-up round and
+repeated until every median's spread (``median_spread``: ~95 % CI half-width over the median)
+is under ``--target-spread`` or ``--max-repeats`` rounds ran; torch threads pinned:
 - ``bare``: tokenise each batch and run the model's own forward (no hooks, no analyses);
 - ``activation-stats``: activation-stats at its default sites (every block's residual stream);
 - each built-in analysis alone at its default sites (``--each``);
 - ``all``: every built-in analysis fused in one pass at its default sites.
-Reported: seconds per condition and ``<condition>_over_bare`` = median / median of bare.
+Reported: seconds per condition, ``<condition>_over_bare`` = median / median of bare and
+``<condition>_over_bare_spread`` beside it (the two medians' spreads added).
 Analyses are set up (SAE loaded or trained, linearisation calibrated) on one batch before
 timing; one more ordinary fused run after it reports ``finalize_seconds`` separately.
 
@@ -24,21 +27,27 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
     builtin_analyses,
     count_tokens,
-    interleaved,
     labelled_corpus,
     median_ratio,
     min_ratio,
+    ratio_spread,
 )
-from geomlens.engine import build_analyses, stream
 
 try:
-    from common import machine, write
+    from common import add_timing_arguments, machine, steady_timing, timing_record, write
 except ImportError:  # imported as benchmarks.bench_overhead
-    from benchmarks.common import machine, write
+    from benchmarks.common import (
+        add_timing_arguments,
+        machine,
+        steady_timing,
+        timing_record,
+        write,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -49,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--inputs", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_timing_arguments(parser)
     parser.add_argument("--each", action="store_true", help="Also time each analysis alone.")
     parser.add_argument("--analyses", nargs="*", default=None, help="Default: every built-in.")
     parser.add_argument("--option", nargs="*", default=[], help="NAME.KEY=VALUE for one analysis.")
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     conditions = {"bare": lambda: bare_forward(adapter, dataset, args.batch_size, args.max_length)}
     for label, built in prepared.items():
         conditions[label] = lambda built=built: stream(built, adapter, dataset, **options)
-    seconds = interleaved(conditions, args.repeats, device)
+    seconds, spreads = steady_timing(conditions, device, args)
     # The timed instances saw the data several times; one more, ordinary run finalises.
     fused = gl.run(analyses(names), adapter, dataset, **options)
     finalize_seconds = {n: r.provenance["finalize_seconds"] for n, r in fused.items()}
@@ -101,14 +110,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "inputs": args.inputs,
         "batch_size": args.batch_size,
         "max_length": args.max_length,
-        "repeats": args.repeats,
+        **timing_record(args, seconds, spreads),
         "tokens": count_tokens(adapter, dataset, args.batch_size, args.max_length),
         "analyses_fused": names,
         "sites_fused": sorted(
             {adapter.resolve_site(s) for a in prepared["all"] for s in a.sites(adapter)}
         ),
-        "seconds": seconds,
         **{f"{label}_over_bare": median_ratio(seconds, label, "bare") for label in prepared},
+        **{f"{label}_over_bare_spread": ratio_spread(spreads, label, "bare") for label in prepared},
         **{f"{label}_over_bare_fastest": min_ratio(seconds, label, "bare") for label in prepared},
         "setup_and_warmup_seconds": setup_seconds,
         "finalize_seconds": finalize_seconds,

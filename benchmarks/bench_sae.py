@@ -19,13 +19,19 @@ import torch
 
 import geomlens as gl
 from geomlens.analyses.sae_features import SAEFeatures
-from geomlens.engine.benchmarking import interleaved, labelled_corpus, median_ratio, min_ratio
 from geomlens.engine import batch_indices, stream
+from geomlens.engine.benchmarking import labelled_corpus, median_ratio, min_ratio, ratio_spread
 
 try:
-    from common import machine, write
+    from common import add_timing_arguments, machine, steady_timing, timing_record, write
 except ImportError:  # imported as benchmarks.bench_sae
-    from benchmarks.common import machine, write
+    from benchmarks.common import (
+        add_timing_arguments,
+        machine,
+        steady_timing,
+        timing_record,
+        write,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -36,7 +42,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--inputs", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_timing_arguments(parser)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -56,13 +62,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 sae.encode(adapter.capture(inputs, [site])[site])
 
     bare()  # warm-up
-    seconds = interleaved(
+    seconds, spreads = steady_timing(
         {
             "bare_encode": bare,
             "sae-features": lambda: stream([counting], adapter, dataset, **options),
         },
-        args.repeats,
         device,
+        args,
     )
     numbers = {
         "benchmark": "sae-features counting vs bare sae.encode",
@@ -73,9 +79,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "inputs": args.inputs,
         "batch_size": args.batch_size,
         "max_length": args.max_length,
-        "repeats": args.repeats,
-        "seconds": seconds,
+        **timing_record(args, seconds, spreads),
         "sae_features_over_bare_encode": median_ratio(seconds, "sae-features", "bare_encode"),
+        "sae_features_over_bare_encode_spread": ratio_spread(
+            spreads, "sae-features", "bare_encode"
+        ),
         "sae_features_over_bare_encode_fastest": min_ratio(seconds, "sae-features", "bare_encode"),
         "machine": machine(),
     }

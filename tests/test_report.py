@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 import geomlens as gl
 from geomlens.cli import app
 from geomlens.data.dataset import Dataset
+from geomlens.formatting import number
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
 from geomlens.report.figures import (
@@ -244,7 +245,7 @@ def test_ssd_theory_figure_places_the_planted_run(tmp_path):
     ssd_value = P * math.log(math.e * m / P)
     A = B * (math.sqrt((ssd_value + math.log(2 / 0.05)) / 2) + math.sqrt(math.log(4 / 0.05) / 2))
     n_star = (A / (math.log2(V) - (risk + eps + B * eta))) ** 2
-    assert f"N* = {n_star:.3g} " in " ".join(drawn.reading)
+    assert f"N* = {number(n_star)} " in " ".join(drawn.reading)
     encoder = gl.Result("sae-features", metrics={f"{site}.pool_size": P})
     assert ssd_bound_with_model({"s": encoder}, tmp_path / "none.png") is None
     assert "no language-model loss" in " ".join(read(encoder))

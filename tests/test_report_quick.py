@@ -13,6 +13,7 @@ from geomlens.cli import app
 from geomlens.report.plan import QUICK_OPTIONS, build_analysis
 from geomlens.sae.cache import cache_entry
 from geomlens.sae.config import TrainingConfig, default_corpus_name
+from geomlens.sae.training import cache_key
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +26,7 @@ def test_quick_reuses_a_cached_full_size_sae(minilm, tmp_path, monkeypatch):
     quick = build_analysis("sae-features", quick=True, adapter=minilm)
     assert quick.config.training == QUICK_OPTIONS["training"], "no full-size SAE yet: a small one"
     site = minilm.resolve_site(f"blocks.{minilm.n_layers // 2}.hook_resid_post")
-    key = {
-        "model": minilm.model_id,
-        "site": site,
-        "corpus": default_corpus_name(),
-        "config": TrainingConfig().to_dict(),
-    }
+    key = cache_key(minilm, site, default_corpus_name(), TrainingConfig())
     cache_entry(key, tmp_path).mkdir(parents=True)  # what a full report leaves behind
     reused = build_analysis("sae-features", quick=True, adapter=minilm)
     assert reused.config.training == {}, "the full-size SAE's config, so its cache entry is used"

@@ -74,3 +74,25 @@ def test_feature_explosion_data_on_minilm_tokens():
     assert [len(r) for r in randoms] == [len(r) for r in heldout[:3]]
     assert all(r[0] == tokenizer.cls_token_id and r[-1] == tokenizer.sep_token_id for r in randoms)
     assert all(len(r) <= 24 for r in rows)
+
+
+def test_every_ood_condition_has_the_heldout_lengths():
+    """Issue 17 item 11: python_source was cut at max_tokens (every row 64 tokens against a
+    held-out median of 21), so its AUROC partly measured length. Every OOD row i now has the
+    length of held-out row i."""
+    tokenizer = gl.load().tokenizer
+    data = feature_explosion_data(
+        tokenizer, calibration_rows=4, heldout_rows=12, ood_rows=12, max_tokens=64
+    )
+    conditions = np.array(data["condition"])
+    lengths = {
+        c: [len(r) for r, k in zip(data["token_ids"], conditions) if k == c]
+        for c in dict.fromkeys(data["condition"])
+    }
+    assert len(set(lengths["heldout"])) > 3  # the planted case: varied held-out lengths
+    for condition in ("random_tokens", "replaced_15pct", "python_source"):
+        assert lengths[condition] == lengths["heldout"], condition
+    source = [r for r, k in zip(data["token_ids"], conditions) if k == "python_source"]
+    assert all(r[0] == tokenizer.cls_token_id and r[-1] == tokenizer.sep_token_id for r in source)
+    text = tokenizer.decode(source[0], skip_special_tokens=True)
+    assert any(word in text for word in ("import", "def", "class", "=")), text

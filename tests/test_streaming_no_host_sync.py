@@ -73,3 +73,19 @@ def test_masked_moments_equal_selected_rows():
     torch.testing.assert_close(masked.maximum, values[mask].amax(0))
     with pytest.raises(ValueError, match="rows \\[n, d\\] and a mask \\[n\\]"):
         masked.update_masked(values, mask[:3])
+
+
+def test_pooled_rows_stay_on_the_device_until_finalize():
+    """similarity and resolution keep each batch's pooled vectors where they were computed
+    (here the meta device, which cannot be read); a real device's rows come back in finalize."""
+    from geomlens.analyses.pooled import PooledRows
+
+    rows = PooledRows()
+    rows.add("site", np.arange(3), torch.zeros(3, 4, device="meta"))  # reading would raise
+    assert rows.chunks["site"][0][1].device.type == "meta"
+    values = torch.arange(12.0).reshape(3, 4)
+    real = PooledRows()
+    real.add("site", np.array([2, 0, 1]), values)
+    real.add_coordinates(np.array([2, 0, 1]), np.array([5.0, 3.0, 4.0]))
+    stimuli = real.stimuli("site")
+    np.testing.assert_array_equal(stimuli.vectors, values[[1, 2, 0]].double().numpy())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from geomlens.plain_state import state_class
@@ -109,3 +111,41 @@ class StreamingMoments:
                 f"Variance with ddof={ddof} needs more than {ddof} rows; have {self.count}."
             )
         return self.m2 / (self.count - ddof)
+
+
+def auroc(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
+    """AUROC of ``positives`` against ``negatives`` along the last axis (Mann-Whitney with
+    midranks, so ties count one half): the probability that a positive scores above a negative.
+    Leading axes are batch axes (one AUROC per resample)."""
+    from scipy.stats import rankdata
+
+    negatives, positives = np.asarray(negatives, float), np.asarray(positives, float)
+    n0, n1 = negatives.shape[-1], positives.shape[-1]
+    ranks = rankdata(np.concatenate([negatives, positives], axis=-1), axis=-1)
+    return (ranks[..., n0:].sum(-1) - n1 * (n1 + 1) / 2) / (n0 * n1)
+
+
+def auroc_interval(
+    negatives: np.ndarray,
+    positives: np.ndarray,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the AUROC, each class resampled with replacement on
+    its own (stratified, so every resample keeps both class sizes). NaN with fewer than two
+    scores in a class or no resamples."""
+    # Sorted, so the interval depends on the scores and not on the order rows arrived in (two
+    # ranks' merged lists give the interval one process gives).
+    negatives = np.sort(np.asarray(negatives, float))
+    positives = np.sort(np.asarray(positives, float))
+    if min(len(negatives), len(positives)) < 2 or resamples < 1:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws_0 = negatives[rng.integers(len(negatives), size=(resamples, len(negatives)))]
+    draws_1 = positives[rng.integers(len(positives), size=(resamples, len(positives)))]
+    values = auroc(draws_0, draws_1)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)

@@ -198,3 +198,38 @@ def test_cli_linearize_flag_and_linearization_effect(saved_gpt2, tmp_path):
         app, ["run", "abstraction", "--model", str(saved_gpt2), "--linearize", "x:y"]
     )
     assert bad.exit_code == 2 and "mode must be" in bad.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["identity", "tangent"])
+@pytest.mark.parametrize("backend", ["nnsight", "transformer-lens"])
+def test_linearised_pass_starts_at_the_linearised_layer(backend, mode, monkeypatch):
+    """Block 0 runs once per batch (the base pass only), and every number equals the result of
+    re-running the whole model for the linearised condition."""
+    import geomlens.analyses.linearization_effect as module
+
+    model, tokenizer = tiny_gpt2()
+    data = tiny_concepts()
+    options = {"layers": [1], "mode": mode, "calibration_texts": 4, "batch_size": 4}
+    calls = []
+    adapter = gl.attach(model, tokenizer=tokenizer, backend=backend)
+    # The module that runs: the bridge works on a copy of the model.
+    blocks = adapter.model.transformer.h if backend == "nnsight" else adapter.model.blocks
+    handle = blocks[0].attn.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        resumed = gl.run("linearization-effect", adapter, data, n_bootstrap=20, **options)
+        batches = -(-len(data["text"]) // 4)
+        # One base pass per batch, one look at block 0's output form on the first resumed pass,
+        # and in tangent mode the calibration pass for x0 (the full rerun would add `batches`).
+        assert len(calls) == batches + 1 + (1 if mode == "tangent" else 0)
+        monkeypatch.setattr(
+            module,
+            "capture_from_layer",
+            lambda adapter, inputs, sites, *_: adapter.capture(inputs, sites),
+        )
+        full = gl.run("linearization-effect", adapter, data, n_bootstrap=20, **options)
+    finally:
+        handle.remove()
+    assert resumed.metrics.keys() == full.metrics.keys()
+    for key, value in full.metrics.items():
+        assert resumed.metrics[key] == pytest.approx(value, rel=1e-6, abs=1e-9, nan_ok=True), key

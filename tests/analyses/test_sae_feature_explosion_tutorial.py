@@ -45,3 +45,32 @@ def test_tutorial_runs_on_cpu(tmp_path, capsys):
     assert result.metrics[f"{SITE}.bound.pool"] > 0
     assert (out / "sae_features.json").exists()
     assert (out / "sae_features.png").stat().st_size > 5_000
+
+
+def test_tutorial_trains_its_own_sae_when_none_is_published(tmp_path, capsys, monkeypatch):
+    """Seed 004's protocol on a model without a published SAE (SmolLM2, Gemma 3): --sae train
+    trains one on the model's own activations (cached), then reports k both ways, the AUROC
+    intervals, the SAE's quality and both bounds with N*."""
+    monkeypatch.setenv("GEOMLENS_SAE_CACHE", str(tmp_path / "cache"))
+    model, tokenizer = tiny_gpt2()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    returned = _load_script().main(
+        [
+            "--model", str(tmp_path / "model"), "--sae", "train", "--backend", "nnsight",
+            "--device", "cpu", "--train-tokens", "512", "--train-d-sae", "64",
+            "--train-passes", "1", "--calibration-rows", "6", "--heldout-rows", "6",
+            "--ood-rows", "4", "--max-tokens", "20", "--batch-size", "8",
+            "--out", str(tmp_path / "out"),
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    result = returned["result"]
+    site = "blocks.1.hook_resid_post"  # the middle of 2 blocks
+    assert result.metrics[f"{site}.dictionary_size"] == 64
+    for name in ("explained_variance", "l0", "dead_fraction", "decoder_norm_spread", "n_star"):
+        assert f"{site}.{name}" in result.metrics, name
+    assert f"{site}.auroc_content_ci_low.random_tokens" in result.metrics
+    assert "trained SAE" in printed and "explained variance" in printed
+    assert "pool form: U =" in printed and "released form: U =" in printed
+    assert (tmp_path / "cache").is_dir()

@@ -147,7 +147,10 @@ def test_same_counts_through_both_backends(adapters):
     assert nnsight.tables["k_histogram"] == bridge.tables["k_histogram"]
     assert nnsight.tables["pool"] == bridge.tables["pool"]
     for name, value in nnsight.metrics.items():
-        assert bridge.metrics[name] == pytest.approx(value, abs=1e-12), name
+        # Counts are exact; the explained variance sums float32 activations, which the two
+        # backends compute in a different order (relative 1e-6).
+        tolerance = {"rel": 1e-6} if ".explained_variance" in name else {"abs": 1e-12}
+        assert bridge.metrics[name] == pytest.approx(value, **tolerance), name
 
 
 @pytest.mark.parametrize("backend", ["nnsight", "transformer-lens"])

@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(
             f"{label:>18}: {value:12.0f} tokens/s  ({numbers['slowdown_vs_bare'][label]:.2f}× bare)"
         )
+    if "max_memory_allocated_bytes" in numbers:
+        print(f"max_memory_allocated: {numbers['max_memory_allocated_bytes'] / 2**20:.0f} MiB")
     if args.out is not None:
         atomic_write_text(args.out, json.dumps(numbers, indent=2) + "\n")
         print(f"wrote {args.out}")

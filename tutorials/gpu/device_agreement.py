@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             gap, where = largest_gap(results[0][name], results[1][name])
             report[name] = {"largest_gap": gap, "metric": where, "seconds": timings}
             print(f"{name:<24} {gap:>22.2e}  {where:<48} {timings[1]:.2f} / {timings[0]:.2f}")
+    if device.device.type == "cuda":
+        report["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated(device.device)
+        print(f"max_memory_allocated: {report['max_memory_allocated_bytes'] / 2**20:.0f} MiB")
     atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
     return report
 

@@ -12,8 +12,14 @@ GPT-2 small with gpt2-small-res-jb at blocks.6.hook_resid_pre, mean k ≈ 60 on 
 
     python tutorials/gpu/sae_feature_explosion.py --model gpt2 \\
         --sae gpt2-small-res-jb/blocks.6.hook_resid_pre --device cuda
+    python tutorials/gpu/sae_feature_explosion.py --model smollm2-135m-instruct --sae train \\
+        --backend nnsight --device cpu        # no published SAE: train one (cached) first
     python tutorials/gpu/sae_feature_explosion.py --model PATH --sae SAE_FOLDER --device cpu \\
         --calibration-rows 8 --heldout-rows 8 --ood-rows 4 --max-tokens 24     # tiny
+
+``--sae train`` trains a standard sae-lens SAE on the model's own activations at ``--site``
+(default: the middle block's ``hook_resid_post``) from the bundled corpus's training part,
+without special tokens and attention sinks, and caches it (``geomlens sae train``).
 
 Writes ``sae_features.json`` (the result) and ``sae_features.png`` into ``--out``.
 """
@@ -29,10 +35,12 @@ from geomlens.results import atomic_save_figure
 
 
 def k_table(result: gl.Result) -> list[str]:
-    """One line per condition: inputs, mean and max k, AUROC, pool mismatch, ε̂_loss."""
+    """One line per condition: inputs, median length, mean and max k both ways (every token,
+    the paper's; content tokens, sae-lens's), AUROC by mean k with its interval, η̂, ε̂_loss."""
     lines = [
-        f"{'site':>26} {'condition':>15} {'inputs':>6} {'mean k':>8} {'max k':>6} "
-        f"{'AUROC':>6} {'eta':>5} {'eps_loss':>8} {'shuffled':>8}"
+        f"{'site':>26} {'condition':>15} {'inputs':>6} {'len':>4} {'k all':>6} {'max':>5} "
+        f"{'k cont':>6} {'max':>5} {'AUROC all [95%]':>18} {'AUROC content [95%]':>20} "
+        f"{'eta':>5} {'eps_loss':>8} {'shuffled':>8}"
     ]
     for row in result.tables["ood"]:
 
@@ -40,10 +48,39 @@ def k_table(result: gl.Result) -> list[str]:
             value = row.get(key)
             return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
 
+        def auroc(suffix: str, width: int, row: dict = row) -> str:
+            key = f"auroc_mean_k{suffix}"
+            if key not in row:
+                return f"{'-':>{width}}"
+            text = f"{row[key]:.2f} [{row[key + '_ci_low']:.2f}, {row[key + '_ci_high']:.2f}]"
+            return f"{text:>{width}}"
+
         lines.append(
             f"{row['site']:>26} {row['condition']:>15} {row['inputs']:>6} "
-            f"{row['mean_k']:>8.1f} {row['max_k']:>6} {cell('auroc_mean_k', 6, 2)} "
-            f"{cell('eta', 5, 2)} {cell('epsilon_loss', 8)} {cell('epsilon_loss_shuffled', 8)}"
+            f"{row['median_tokens']:>4.0f} {row['mean_k_all']:>6.1f} {row['max_k_all']:>5.0f} "
+            f"{row['mean_k_content']:>6.1f} {row['max_k_content']:>5.0f} {auroc('', 18)} "
+            f"{auroc('_content', 20)} {cell('eta', 5, 2)} {cell('epsilon_loss', 8)} "
+            f"{cell('epsilon_loss_shuffled', 8)}"
+        )
+    return lines
+
+
+def quality_lines(result: gl.Result) -> list[str]:
+    """The SAE's quality on held-out content tokens and its provenance, per site."""
+    metrics, lines = result.metrics, []
+    for site in dict.fromkeys(row["site"] for row in result.tables["ood"]):
+
+        def value(name: str, digits: int = 3, site: str = site) -> str:
+            number = metrics.get(f"{site}.{name}")
+            return "-" if number is None else f"{number:.{digits}f}"
+
+        lines.append(
+            f"{site}: explained variance {value('explained_variance')}, L0 {value('l0', 1)}, "
+            f"dead latents {value('dead_fraction')} of m, decoder norms "
+            f"{value('decoder_norm_min')}-{value('decoder_norm_max')} (spread "
+            f"{value('decoder_norm_spread')}), pool P = {value('pool_size', 0)} of "
+            f"{value('dictionary_size', 0)}{' (saturated)' if metrics.get(f'{site}.pool_saturated') else ''}, "
+            f"SSD = {value('ssd', 1)}, eta = {value('eta')}"
         )
     return lines
 
@@ -74,8 +111,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--sae",
         default="gpt2-small-res-jb/blocks.6.hook_resid_pre",
-        help="sae-lens 'release/sae_id' or a folder saved by sae-lens.",
+        help="sae-lens 'release/sae_id', a folder saved by sae-lens, or 'train' (train one on "
+        "the model's own activations at --site, cached).",
     )
+    parser.add_argument("--train-tokens", type=int, default=None, help="With --sae train.")
+    parser.add_argument("--train-d-sae", type=int, default=None, help="With --sae train.")
+    parser.add_argument("--train-l1", type=float, default=None, help="With --sae train.")
+    parser.add_argument("--train-passes", type=int, default=None, help="With --sae train.")
     parser.add_argument("--device", default="cuda", help="cuda, cpu, ...")
     parser.add_argument(
         "--backend",
@@ -98,16 +140,22 @@ def main(argv: list[str] | None = None) -> dict:
 
     from geomlens.sae import load_sae
 
-    sae = load_sae(args.sae)
-    if args.backend == "hooked-transformer":
+    if args.sae == "train":
+        # No published SAE for this model: one trained on its own activations, with the
+        # backend asked for (it reads the same numerics it is trained on).
+        adapter = gl.load(args.model, backend=args.backend, device=args.device)
+        sae, args.site = trained_sae(adapter, args)
+    elif args.backend == "hooked-transformer":
         from transformer_lens import HookedTransformer
 
+        sae = load_sae(args.sae)
         # Published SAEs were trained on HookedTransformer activations (LayerNorm folded,
         # writing weights centred, ...): load the model as sae-lens would, or k shifts.
         kwargs = dict(sae.cfg.metadata.get("model_from_pretrained_kwargs") or {})
         model = HookedTransformer.from_pretrained(args.model, device=args.device, **kwargs)
         adapter = gl.attach(model)
     else:
+        sae = load_sae(args.sae)
         adapter = gl.load(args.model, backend=args.backend, device=args.device)
     sae = sae.to(adapter.device)
     data = feature_explosion_data(
@@ -136,17 +184,32 @@ def main(argv: list[str] | None = None) -> dict:
 
     print(f"model {args.model}, SAE {args.sae}: {len(data['token_ids'])} inputs")
     print("\n".join(k_table(result)))
-    for site in dict.fromkeys(row["site"] for row in result.tables["ood"]):
-        metrics = result.metrics
-        print(
-            f"{site}: pool P = {metrics[f'{site}.pool_size']:.0f} of "
-            f"{metrics[f'{site}.dictionary_size']:.0f}, SSD = {metrics[f'{site}.ssd']:.1f}, "
-            f"eta = {metrics.get(f'{site}.eta', float('nan')):.3f}"
-        )
+    print("\n".join(quality_lines(result)))
     print("\n".join(bound_table(result)))
     print("paper (GPT-2 small, gpt2-small-res-jb, blocks.6.hook_resid_pre): mean k ≈ 60 English,")
     print("≈ 87 random tokens; max k 162 → 364")
     return {"result": result}
+
+
+def trained_sae(adapter: gl.Adapter, args: argparse.Namespace) -> tuple[object, str]:
+    """A standard SAE trained (or reused from the cache) on the model's own activations."""
+    from geomlens.sae.config import TrainingConfig, default_corpus_name
+    from geomlens.sae.training import cached_sae, corpus_texts
+
+    site = adapter.resolve_site(args.site or f"blocks.{adapter.n_layers // 2}.hook_resid_post")
+    overrides = {
+        "tokens": args.train_tokens,
+        "d_sae": args.train_d_sae,
+        "l1_coefficient": args.train_l1,
+        "passes": args.train_passes,
+        "max_length": args.max_tokens,  # train on texts as long as those analysed
+    }
+    config = TrainingConfig(**{k: v for k, v in overrides.items() if v is not None})
+    trained = cached_sae(
+        adapter, site, corpus=default_corpus_name(), data=corpus_texts(), config=config
+    )
+    print(f"{'reused' if trained.reused else 'trained'} SAE {trained.path} ({config})")
+    return trained.sae, site
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from geomlens.hooks.linearize import (
     mean_pre_activations,
 )
 from geomlens.hooks.pooling import pool_tokens
+from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
 CONDITIONS = ("base", "linearized")
@@ -69,15 +70,16 @@ def _affected(site: str, first_layer: int) -> bool:
     return layer is not None and layer >= first_layer
 
 
-def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[float, int]:
-    """Summed next-token cross-entropy over real (token, next token) pairs, and their count."""
+def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed next-token cross-entropy over real (token, next token) pairs, and their count
+    (tensors on the model's device: read once, in finalize)."""
     ids = batch.inputs.input_ids.to(logits.device)
     mask = batch.attention_mask.to(logits.device).bool()
     pairs = mask[:, :-1] & mask[:, 1:]
     losses = F.cross_entropy(
         logits[:, :-1].transpose(1, 2).to(torch.float64), ids[:, 1:], reduction="none"
     )
-    return float(losses[pairs].sum()), int(pairs.sum())
+    return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
 class LinearizationEffect(Analysis):
@@ -93,7 +95,7 @@ class LinearizationEffect(Analysis):
         if self.config.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.config.mode!r}.")
         self.states = {condition: ConceptState(keep_rows=True) for condition in CONDITIONS}
-        self.fidelity: dict[str, float] = {}
+        self.fidelity: dict[str, float | torch.Tensor] = {}
         self.linearized_layers: list[int] = []
         self.where: list[str] = []
         self.operating_points: dict[int, torch.Tensor] | None = None
@@ -118,7 +120,18 @@ class LinearizationEffect(Analysis):
         sites = concept_sites(self.config, adapter)
         if adapter.n_layers > 0:
             sites = list(dict.fromkeys([*sites, self._output_site(adapter)]))
+            resume = self._resume_site(adapter)
+            if resume is not None:
+                sites.append(resume)
         return sites
+
+    def _resume_site(self, adapter: Adapter) -> str | None:
+        """The input of the first linearised block: the linearised pass starts there."""
+        try:
+            first = min(self._layers(adapter))
+        except ValueError:
+            return None  # no penultimate layer: setup says so
+        return resume_site_for(adapter, first)
 
     def required_columns(self) -> tuple[str, ...]:
         return ("concept", "context")
@@ -154,8 +167,11 @@ class LinearizationEffect(Analysis):
         first = min(self.linearized_layers)
         measured = concept_sites(self.config, adapter)
         changed = [s for s in self.sites(adapter) if _affected(s, first)]
+        resume = self._resume_site(adapter)
+        cached = batch.activations.get(resume) if resume is not None else None
         with adapter.linearize(self.linearized_layers, self.config.mode, self.operating_points):
-            linearized = adapter.capture(batch.inputs, changed)
+            # Blocks before the first linearised one are unchanged: start from their output.
+            linearized = capture_from_layer(adapter, batch.inputs, changed, first, cached)
         self.states["base"].update(batch.activations, batch, measured, self.config.pooling)
         changed_measured = [s for s in measured if s in linearized]
         self.states["linearized"].update(linearized, batch, changed_measured, self.config.pooling)
@@ -173,10 +189,16 @@ class LinearizationEffect(Analysis):
             pool_tokens(acts[site], batch.attention_mask, "mean") for acts in (base, linearized)
         ]
         cosines = F.cosine_similarity(pooled[0].double(), pooled[1].double(), dim=-1)
-        self._add("cosine_sum", float(cosines.sum()))
-        self._add("cosine_count", int(cosines.numel()))
+        self._add("cosine_sum", cosines.sum())
+        self._add("cosine_count", cosines.numel())
 
-    def _add(self, key: str, value: float) -> None:
+    def _add(self, key: str, value: float | torch.Tensor) -> None:
+        """Sums kept as device tensors: nothing is read back to the host per batch."""
+        if isinstance(value, torch.Tensor):
+            value = value.detach().double()
+            current = self.fidelity.get(key)
+            if isinstance(current, torch.Tensor):
+                value = value.to(current.device)
         self.fidelity[key] = self.fidelity.get(key, 0.0) + value
 
     def merge(self, other: Analysis) -> None:
@@ -185,7 +207,7 @@ class LinearizationEffect(Analysis):
         for condition in CONDITIONS:
             self.states[condition].merge(other.states[condition])
         for key, value in other.fidelity.items():
-            self._add(key, value)
+            self._add(key, float(value))
         self.linearized_layers = self.linearized_layers or other.linearized_layers
         self.where = self.where or other.where
 
@@ -200,7 +222,7 @@ class LinearizationEffect(Analysis):
         return merged, [{**s, "condition": condition} for s in split_rows], draws
 
     def _fidelity_metrics(self) -> dict[str, float]:
-        f = self.fidelity
+        f = {key: float(value) for key, value in self.fidelity.items()}
         if "loss_count_base" in f:
             base = f["loss_sum_base"] / max(f["loss_count_base"], 1)
             linearized = f["loss_sum_linearized"] / max(f["loss_count_linearized"], 1)

@@ -11,6 +11,7 @@ representation is the mean of theirs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,13 +38,14 @@ class StimulusRepresentations:
 class PooledRows:
     """Pooled vectors per site and a coordinate per row, kept by dataset row index."""
 
-    chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    chunks: dict[str, list[tuple[np.ndarray, torch.Tensor]]] = field(default_factory=dict)
     coordinates: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def add(self, site: str, index: np.ndarray, pooled: torch.Tensor) -> None:
-        """Keep a copy of ``pooled`` [B, d] (float64, CPU), never the batch's tensor."""
-        vectors = pooled.detach().reshape(pooled.shape[0], -1).to("cpu", torch.float64).numpy()
-        self.chunks.setdefault(site, []).append((np.asarray(index).copy(), vectors.copy()))
+        """Keep a float64 copy of ``pooled`` [B, d], never the batch's tensor, on its device:
+        nothing is read back to the host per batch (the rows come to the CPU in finalize)."""
+        vectors = pooled.detach().reshape(pooled.shape[0], -1).to(torch.float64).clone()
+        self.chunks.setdefault(site, []).append((np.asarray(index).copy(), vectors))
 
     def add_coordinates(self, index: np.ndarray, coordinates: np.ndarray) -> None:
         values = np.asarray([np.asarray(c, dtype=float) for c in coordinates], dtype=float)
@@ -84,9 +86,14 @@ class PooledRows:
         )
 
 
-def _sorted(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def _host(values: Any) -> np.ndarray:
+    """Rows as a CPU array (pooled vectors are kept on the device until finalize)."""
+    return values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+
+
+def _sorted(chunks: list[tuple[np.ndarray, Any]]) -> tuple[np.ndarray, np.ndarray]:
     index = np.concatenate([i for i, _ in chunks])
-    values = np.concatenate([v for _, v in chunks])
+    values = np.concatenate([_host(v) for _, v in chunks])
     order = np.argsort(index, kind="stable")
     if len(np.unique(index)) != len(index):
         raise ValueError("The same dataset row was seen twice; merge states of disjoint rows only.")

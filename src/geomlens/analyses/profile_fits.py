@@ -2,7 +2,8 @@
 
 A stimulus is identical to itself, so the measured g(0) is 1 (the diagonal of the similarity
 matrix). Every family is fitted with that anchor: there is no free amplitude that could divide
-out a first drop, so ε describes the measured curve, not a rescaled one (SPEC §1.5). With L
+out a first drop, so ε describes the measured curve, not a rescaled one
+(docs/theory.md#resolution-fitting). With L
 the level g approaches far away:
 
 * step:        g = 1 for d < ε, L beyond;

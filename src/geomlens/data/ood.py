@@ -131,8 +131,10 @@ def feature_explosion_data(
 
     ``calibration`` and ``heldout``: disjoint parts of the bundled English corpus.
     ``random_tokens`` and ``replaced_15pct``: made from the first ``ood_rows`` held-out rows
-    (same lengths, same special tokens). ``python_source``: standard-library code. Every row
-    is truncated to ``max_tokens`` tokens by ``tokenizer`` (special tokens included).
+    (same lengths, same special tokens). ``python_source``: standard-library code cut to the
+    same lengths (row i as long as held-out row i), so that no OOD score can tell the
+    conditions apart by length alone. Every row is truncated to ``max_tokens`` tokens by
+    ``tokenizer`` (special tokens included).
     """
     from geomlens.data.corpus import corpus_split
 
@@ -149,9 +151,30 @@ def feature_explosion_data(
         "heldout": heldout,
         "random_tokens": random_token_rows(source, vocab, special_ids=special, seed=seed + 1),
         "replaced_15pct": replace_tokens(source, 0.15, vocab, special_ids=special, seed=seed + 2),
-        "python_source": encode(python_source_chunks(ood_rows)),
+        "python_source": length_matched_source(tokenizer, [len(row) for row in source]),
     }
     return {
         "token_ids": [row for part in conditions.values() for row in part],
         "condition": [name for name, part in conditions.items() for _ in part],
     }
+
+
+def length_matched_source(tokenizer: Any, lengths: Sequence[int]) -> list[list[int]]:
+    """Standard-library code as token ids, row i exactly ``lengths[i]`` tokens long (special
+    tokens included, as ``tokenizer`` adds them): consecutive chunks of
+    :func:`python_source_chunks`, a chunk too short for its length joined with the next ones."""
+    chunks = iter(python_source_chunks())
+    rows = []
+    for length in lengths:
+        text, ids = "", []
+        while len(ids) < length:
+            piece = next(chunks, None)
+            if piece is None:
+                raise ValueError(
+                    f"The standard-library source ran out before a row of {length} tokens; "
+                    "ask for fewer or shorter out-of-distribution rows."
+                )
+            text = f"{text}\n{piece}" if text else piece
+            ids = tokenizer(text, truncation=True, max_length=length)["input_ids"]
+        rows.append(list(map(int, ids)))
+    return rows

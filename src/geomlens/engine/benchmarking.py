@@ -104,3 +104,59 @@ def min_ratio(seconds: dict[str, list[float]], name: str, baseline: str) -> floa
     """Fastest repeat of ``name`` over the fastest of ``baseline``: on a shared machine the
     fastest repeat is the one least slowed by other work, so this is the steadier estimate."""
     return min(seconds[name]) / min(seconds[baseline])
+
+
+def pin_threads(threads: int | None) -> int:
+    """Fix torch's intra-op threads (default: the CPU count) so that repeats and machines
+    compare like with like; returns the number used."""
+    import os
+
+    count = threads or os.cpu_count() or 1
+    torch.set_num_threads(count)
+    return count
+
+
+def median_spread(values: list[float]) -> float:
+    """Relative half-width of a distribution-free ~95 % confidence interval of the median:
+    (x₍ₖ₎ − x₍ⱼ₎) / (2·median), ranks j, k = n/2 ∓ 0.98·√n (order statistics; the whole range
+    for fewer than six values). Shrinks as repeats accumulate, unlike the spread of the values."""
+    ordered = sorted(values)
+    n = len(ordered)
+    middle = statistics.median(ordered)
+    if n < 6:
+        low, high = ordered[0], ordered[-1]
+    else:
+        half = 0.98 * n**0.5
+        low = ordered[max(int(np.floor(n / 2 - half)) - 1, 0)]
+        high = ordered[min(int(np.ceil(n / 2 + 1 + half)) - 1, n - 1)]
+    return (high - low) / (2 * middle) if middle > 0 else float("inf")
+
+
+def steady_interleaved(
+    conditions: dict[str, Callable[[], Any]],
+    device: torch.device,
+    *,
+    target_spread: float = 0.05,
+    min_repeats: int = 3,
+    max_repeats: int = 30,
+    warmup: int = 1,
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Interleaved timing (A B C A B C …) after ``warmup`` untimed rounds, repeated until every
+    condition's :func:`median_spread` is under ``target_spread`` or ``max_repeats`` rounds ran.
+    Returns the seconds and the spread each condition reached."""
+    interleaved(conditions, warmup, device)
+    seconds: dict[str, list[float]] = {name: [] for name in conditions}
+    while True:
+        for name, values in interleaved(conditions, 1, device).items():
+            seconds[name].extend(values)
+        rounds = len(next(iter(seconds.values())))
+        spreads = {name: median_spread(values) for name, values in seconds.items()}
+        steady = all(spread < target_spread for spread in spreads.values())
+        if rounds >= max_repeats or (rounds >= min_repeats and steady):
+            return seconds, spreads
+
+
+def ratio_spread(spreads: dict[str, float], name: str, baseline: str) -> float:
+    """Relative spread of median(name) / median(baseline): the two relative spreads added (a
+    bound that holds whatever their correlation)."""
+    return spreads[name] + spreads[baseline]

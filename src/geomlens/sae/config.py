@@ -29,6 +29,12 @@ class TrainingConfig:
     passes cost far more than the SAE's steps, so captured activations are reused."""
     max_length: int = 128
     """Texts are truncated to this many tokens."""
+    exclude_special: bool = True
+    """Train without special tokens (BOS, EOS, PAD, SEP, CLS), as sae-lens's
+    ``exclude_special_tokens``."""
+    sink_norm_ratio: float | None = 10.0
+    """Train without attention sinks: positions whose activation norm exceeds this many times
+    the median of their row's other tokens (``geomlens.hooks.content_tokens``; None: keep)."""
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from sae_lens.training.sae_trainer import SAETrainer
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
 from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
+from geomlens.hooks.content_tokens import select_tokens, special_token_ids
 from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.results import atomic_write_text
@@ -57,6 +58,8 @@ def activation_batches(
     max_length: int | None = 128,
     seed: int = 0,
     passes: int = 1,
+    exclude_special: bool = False,
+    sink_norm_ratio: float | None = None,
 ) -> Iterator[torch.Tensor]:
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
@@ -65,6 +68,8 @@ def activation_batches(
     kept), its real tokens are shuffled, and batches are cut from them, ``passes`` times over
     (reshuffled); tokens left over carry into the next chunk. Row order is reshuffled every
     cycle through the data. A NaN or Inf in the activations stops training, naming the rows.
+    ``exclude_special`` and ``sink_norm_ratio`` leave special tokens and attention sinks out
+    (``geomlens.hooks.content_tokens``).
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
 
@@ -72,13 +77,20 @@ def activation_batches(
     dataset = (
         rows_to_dataset(list(as_stream(data).rows())) if is_streamed(data) else as_dataset(data)
     )
+    special = special_token_ids(adapter.tokenizer) if exclude_special else []
     rng = np.random.default_rng(seed)
     leftover: torch.Tensor | None = None
     while True:
         order = rng.permutation(len(dataset))
         for start in range(0, len(order), rows_per_chunk):
             rows = np.sort(order[start : start + rows_per_chunk])
-            captured = torch.cat(list(_real_tokens(adapter, site, dataset, rows, max_length)))
+            captured = torch.cat(
+                list(
+                    _content_tokens(
+                        adapter, site, dataset, rows, max_length, special, sink_norm_ratio
+                    )
+                )
+            )
             for _ in range(passes):
                 tokens = captured[torch.from_numpy(rng.permutation(len(captured)))]
                 if leftover is not None:
@@ -89,11 +101,17 @@ def activation_batches(
                 leftover = tokens[usable:]
 
 
-def _real_tokens(
-    adapter: Adapter, site: str, dataset: Dataset, rows: np.ndarray, max_length: int | None
+def _content_tokens(
+    adapter: Adapter,
+    site: str,
+    dataset: Dataset,
+    rows: np.ndarray,
+    max_length: int | None,
+    special_ids: Sequence[int] = (),
+    sink_norm_ratio: float | None = None,
 ) -> Iterator[torch.Tensor]:
     """Every real (non-padding) token's activation at ``site`` over ``rows``, batch by batch,
-    on the CPU in float32."""
+    on the CPU in float32, less the special tokens and attention sinks asked to be left out."""
     site = adapter.resolve_site(site)
     watch = NonFiniteWatch()
     batches = dataset_batches(dataset, DEFAULT_BATCH_SIZE, rows)
@@ -103,7 +121,13 @@ def _real_tokens(
         mask = batch.inputs.attention_mask
         watch.update(number, batch.activations, mask, batch.inputs.index)
         activation = batch.activations[site]
-        yield activation[mask.to(activation.device).bool()].detach().to("cpu", torch.float32)
+        # Content tokens only: one attention sink (120 x the median norm on SmolLM2) would
+        # dominate the SAE's loss and its dictionary.
+        selection = select_tokens(
+            activation, mask, batch.inputs.input_ids, special_ids, sink_norm_ratio
+        )
+        kept = activation[selection.content.to(activation.device)]
+        yield kept.detach().to("cpu", torch.float32)
     watch.raise_if_any()
 
 
@@ -131,6 +155,8 @@ def train_sae(
         max_length=config.max_length,
         seed=config.seed,
         passes=config.passes,
+        exclude_special=config.exclude_special,
+        sink_norm_ratio=config.sink_norm_ratio,
     )
     first = next(batches)
     d_in = int(first.shape[-1])
@@ -152,6 +178,9 @@ def train_sae(
                 hook_name=site,
                 context_size=config.max_length,
                 prepend_bos=True,
+                # sae-lens's own field, and geomlens's sink rule beside it.
+                exclude_special_tokens=config.exclude_special,
+                sink_norm_ratio=config.sink_norm_ratio,
             ),
         )
     )
@@ -203,7 +232,7 @@ def cached_sae(
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
     when it is not there yet. ``corpus`` names ``data`` in the cache key."""
     config = config or TrainingConfig()
-    key = _cache_key(adapter, site, corpus, config)
+    key = cache_key(adapter, site, corpus, config)
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
         check_entry(folder, key)  # never trusted by its folder name alone
@@ -219,7 +248,8 @@ def cached_sae(
     return TrainedSAE(read_sae_folder(folder, str(adapter.device)), folder, False)
 
 
-def _cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+def cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) -> dict[str, Any]:
+    """What a cached SAE was made for; reuse checks it (the folder name alone is not trusted)."""
     return {
         "model": adapter.model_id,
         # The same model name may stand for other weights (a model retrained into its folder).
@@ -239,7 +269,7 @@ def is_cached(
     cache_dir: str | Path | None = None,
 ) -> bool:
     """Whether :func:`cached_sae` would reuse a saved SAE (no training) for these arguments."""
-    key = _cache_key(adapter, site, corpus, config or TrainingConfig())
+    key = cache_key(adapter, site, corpus, config or TrainingConfig())
     return cache_entry(key, cache_dir).is_dir()
 
 

@@ -21,6 +21,7 @@ from geomlens.analyses.sae_features.config import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_OOD_ROWS,
     HELDOUT,
+    POOL_SATURATION,
     SMOOTHED_BITS,
     SAEFeaturesConfig,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_OOD_ROWS",
     "HELDOUT",
     "NEVER",
+    "POOL_SATURATION",
     "SMOOTHED_BITS",
     "ConditionStats",
     "SAEFeatures",

@@ -3,6 +3,8 @@ reconstruction in, merging, and the result."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from typing import Any
 
@@ -30,8 +32,11 @@ from geomlens.analyses.sae_features.splicing import (
     reconstruct,
     smoothed_bits_per_sequence,
 )
-from geomlens.analyses.sae_features.summary import headline_first, summarize_site
-from geomlens.hooks.base import Adapter
+from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
+from geomlens.hooks.base import Adapter, layer_of
+from geomlens.hooks.content_tokens import TokenSelection, select_tokens, special_token_ids
+from geomlens.hooks.inputs import ModelInputs
+from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
 
@@ -64,6 +69,10 @@ class SAEFeatures(Analysis):
         self.loss_kind: str | None = None
         self.output_site: str | None = None
         self.notes: dict[str, str] = {}
+        #: Per site, what the SAE itself records: its activation normalisation and the norms of
+        #: its decoder columns (the bound assumes a unit-norm dictionary).
+        self.provenance: dict[str, dict[str, Any]] = {}
+        self._special_ids: list[int] = []
         self._permutations: dict[str, torch.Tensor] = {}
 
     # -- data and sites ------------------------------------------------------------------------
@@ -105,7 +114,11 @@ class SAEFeatures(Analysis):
     def sites(self, adapter: Adapter) -> list[str]:
         sites = self._sae_sites(adapter)
         output = self._output_site(adapter)
-        return sites + ([output] if output and output not in sites else [])
+        if output is None:
+            return sites
+        # The spliced passes start at the SAE's block from its cached input (resume_site_for).
+        resumes = [resume_site_for(adapter, layer_of(site)) for site in sites]
+        return list(dict.fromkeys([*sites, output, *filter(None, resumes)]))
 
     def _output_site(self, adapter: Adapter) -> str | None:
         """Where the splice's effect is read: logits on a causal LM, else the last residual."""
@@ -128,9 +141,11 @@ class SAEFeatures(Analysis):
         elif self.saes is None:
             self._sae_sites(adapter)
         assert self.saes is not None
+        self._special_ids = special_token_ids(adapter.tokenizer)
         checked = []
         for site, sae in self.saes:
             site = check_sae_fits(sae, adapter, site)  # before any forward pass
+            sae = self._with_own_normalisation(site, sae)
             check_latents("splice_pool", self.config.splice_pool, int(sae.cfg.d_sae))
             sae.to(adapter.device)
             checked.append((site, sae))
@@ -152,6 +167,50 @@ class SAEFeatures(Analysis):
         elif adapter.backend == "recorded":
             self.notes["loss"] = "recorded activations: no model to splice into, no ε̂_loss."
 
+    def _with_own_normalisation(self, site: str, sae: Any) -> Any:
+        """The SAE reading raw activations the way sae-lens normalised them for it.
+
+        sae-lens applies ``constant_norm_rescale`` and ``layer_norm`` inside ``encode`` /
+        ``decode`` itself, and folds the ``expected_average_only_in`` factor into the weights
+        at the end of training (``fold_activation_norm_scaling_factor``). An SAE still marked
+        ``expected_average_only_in`` has not been folded: its factor is folded into a copy here
+        (the caller's SAE is left as it is), or the SAE is refused.
+        """
+        norm = str(getattr(sae.cfg, "normalize_activations", "none") or "none")
+        factor = self.config.norm_scaling_factor
+        if factor is not None and norm != "expected_average_only_in":
+            raise ValueError(
+                f"sae-features option norm_scaling_factor is for an SAE whose "
+                f"normalize_activations is 'expected_average_only_in'; the SAE at {site!r} "
+                f"records {norm!r}."
+            )
+        if norm == "expected_average_only_in":
+            if factor is None or not factor > 0:
+                raise ValueError(
+                    f"The SAE at {site!r} expects activations scaled by sae-lens's norm scaling "
+                    "factor (normalize_activations='expected_average_only_in') and the factor is "
+                    "not folded in; pass norm_scaling_factor=<the positive factor it was trained "
+                    "with> or fold it with sae.fold_activation_norm_scaling_factor."
+                )
+            sae = copy.deepcopy(sae)
+            sae.fold_activation_norm_scaling_factor(float(factor))
+        elif norm == "covariance_whitening":
+            raise ValueError(
+                f"The SAE at {site!r} expects whitened activations "
+                "(normalize_activations='covariance_whitening') and its whitening is not folded "
+                "in; fold it with sae.fold_activation_whitening, as sae-lens's trainer does."
+            )
+        with torch.no_grad():
+            norms = sae.W_dec.detach().to(torch.float64).norm(dim=-1).cpu().numpy()
+        self.provenance[site] = {
+            "normalize_activations": norm,
+            "norm_scaling_factor": factor,
+            "decoder_norms": (float(norms.min()), float(norms.mean()), float(norms.max())),
+            "training_l0": sae.cfg.metadata.get("l0"),
+            "training_dead_latents": sae.cfg.metadata.get("num_dead_features"),
+        }
+        return sae
+
     def _default_sae(self, adapter: Adapter) -> tuple[str, Any]:
         site = adapter.resolve_site(self._default_site(adapter))
         sae, self.notes["sae"] = default_sae(adapter, site, self.config.training)
@@ -168,32 +227,78 @@ class SAEFeatures(Analysis):
                     f"The SAE at {site!r} reads width d_in={sae.cfg.d_in} but the activations "
                     f"there have width {activation.shape[-1]}."
                 )
+            selection = select_tokens(
+                activation,
+                batch.attention_mask,
+                batch.inputs.input_ids,
+                self._special_ids,
+                self.config.sink_norm_ratio,
+            )
             with torch.no_grad():
                 latents = sae.encode(activation.to(sae.dtype))
+                reconstruction = sae.decode(latents)
             state = self.states[site]
             count_active(
                 state,
                 latents,
-                mask.to(latents.device),
+                selection,
                 conditions,
                 threshold=self.config.threshold,
                 pool_top_k=self.config.pool_top_k,
             )
-            del latents
+            self._reconstruction_sums(state, activation, reconstruction, selection, conditions)
+            del latents, reconstruction
             # Calibration rows only build the pool: a batch of them needs no spliced passes.
             if self.output_site is not None and (conditions != CALIBRATION).any():
                 self._losses(site, sae, state, batch, mask, conditions)
 
+    @staticmethod
+    def _reconstruction_sums(
+        state: SiteState,
+        activation: torch.Tensor,
+        reconstruction: torch.Tensor,
+        selection: TokenSelection,
+        conditions: np.ndarray,
+    ) -> None:
+        """Per condition, on content tokens: the sums the explained variance is made of."""
+        content = selection.content.to(activation.device)
+        x = activation.detach().to(torch.float64)
+        residual_sq = ((x - reconstruction.to(torch.float64)) ** 2).sum(-1) * content
+        input_sq = (x**2).sum(-1) * content
+        for name in dict.fromkeys(conditions):
+            rows = torch.from_numpy(conditions == name).to(activation.device)
+            stats = state.conditions.setdefault(str(name), ConditionStats())
+            stats.residual_sq += float(residual_sq[rows].sum())
+            stats.input_sq += float(input_sq[rows].sum())
+            total = (x[rows] * content[rows][..., None]).sum(dim=(0, 1)).cpu().numpy()
+            stats.input_sum = total if stats.input_sum is None else stats.input_sum + total
+
     # -- splicing ------------------------------------------------------------------------------
     def _reconstruct(
-        self, sae: Any, activation: torch.Tensor, permutation: torch.Tensor | None = None
+        self,
+        sae: Any,
+        activation: torch.Tensor,
+        inputs: ModelInputs,
+        permutation: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """The SAE's reconstruction at content tokens; the model's own activation at special
+        tokens and sinks unless ``splice_excluded`` (as sae-lens's ``get_recons_loss``)."""
+        excluded = None
+        if not self.config.splice_excluded:
+            excluded = select_tokens(
+                activation,
+                inputs.attention_mask,
+                inputs.input_ids,
+                self._special_ids,
+                self.config.sink_norm_ratio,
+            ).excluded
         return reconstruct(
             sae,
             activation,
             permutation,
             splice_pool=self.config.splice_pool,
             splice_top_k=self.config.splice_top_k,
+            keep_original=excluded,
         )
 
     def _permutation(self, site: str, batch: Batch) -> torch.Tensor | None:
@@ -207,6 +312,22 @@ class SAEFeatures(Analysis):
         m = len(self._permutations[site])
         return torch.randperm(m, generator=torch.Generator().manual_seed(seed))
 
+    def _spliced_pass(
+        self, site: str, batch: Batch, inputs: ModelInputs, rows: torch.Tensor
+    ) -> torch.Tensor:
+        """The output under the splice at ``site`` for the batch's ``rows`` (``inputs``),
+        computed from the SAE's block on (the blocks before it are unchanged; their output is
+        in the batch)."""
+        adapter = self.context.adapter
+        output = self.output_site
+        assert output is not None
+        layer = layer_of(site) or 0
+        resume = resume_site_for(adapter, layer)
+        cached = batch.activations.get(resume) if resume is not None else None
+        if cached is not None and len(rows) != len(cached):
+            cached = cached[rows.to(cached.device)]
+        return capture_from_layer(adapter, inputs, [output], layer, cached)[output]
+
     def _losses(
         self,
         site: str,
@@ -219,18 +340,25 @@ class SAEFeatures(Analysis):
         adapter = self.context.adapter
         output = self.output_site
         assert output is not None
-        clean = batch.activations[output]
+        # Calibration rows only build the pool: the spliced passes read the other rows only.
+        needed = np.flatnonzero(conditions != CALIBRATION)
+        inputs = _rows(batch.inputs, needed)
+        keep = torch.from_numpy(needed)
+        clean = batch.activations[output][keep.to(batch.activations[output].device)]
+        mask, conditions = mask[keep.to(mask.device)], conditions[needed]
         with torch.no_grad():
-            with adapter.intervene(site, lambda act: self._reconstruct(sae, act)):
-                spliced = adapter.capture(batch.inputs, [output])[output]
+            with adapter.intervene(site, lambda act: self._reconstruct(sae, act, inputs)):
+                spliced = self._spliced_pass(site, batch, inputs, keep)
             permutation = self._permutation(site, batch)
             shuffled = None
             if permutation is not None:
-                with adapter.intervene(site, lambda act: self._reconstruct(sae, act, permutation)):
-                    shuffled = adapter.capture(batch.inputs, [output])[output]
+                with adapter.intervene(
+                    site, lambda act: self._reconstruct(sae, act, inputs, permutation)
+                ):
+                    shuffled = self._spliced_pass(site, batch, inputs, keep)
         if self.loss_kind == SMOOTHED_BITS:
             state.vocab_size = int(clean.shape[-1])
-            ids = batch.inputs.input_ids
+            ids = inputs.input_ids
             model_loss, predicted = smoothed_bits_per_sequence(
                 clean, ids, mask, self.config.smoothing
             )
@@ -283,6 +411,8 @@ class SAEFeatures(Analysis):
             else:
                 self.states[site] = state
         self.notes = {**other.notes, **self.notes}
+        self.provenance = {**other.provenance, **self.provenance}
+        self._special_ids = self._special_ids or list(other._special_ids)
 
     def finalize(self) -> Result:
         if not any(state.conditions for state in self.states.values()):
@@ -291,13 +421,25 @@ class SAEFeatures(Analysis):
         tables: dict[str, list[dict[str, Any]]] = {
             "ood": [],
             "k_histogram": [],
+            "k_histogram_content": [],
             "pool_growth": [],
             "bound_terms": [],
             "pool": [],
             "notes": [],
         }
         for site, state in self.states.items():
-            summarize_site(site, state, self.config, self.loss_kind, metrics, tables)
+            summarize_site(
+                site,
+                state,
+                self.config,
+                self.loss_kind,
+                metrics,
+                tables,
+                seed=self.context.seed if self.context else 0,
+                provenance=self.provenance.get(site, {}),
+                notes=self.notes,
+            )
+        self.notes.setdefault("tokens", tokens_note(self.config, self._special_ids))
         tables["notes"] = [{"item": k, "note": v} for k, v in self.notes.items()]
         if self.loss_kind:
             tables["notes"].append({"item": "loss_kind", "note": self.loss_kind})
@@ -307,3 +449,25 @@ class SAEFeatures(Analysis):
     @classmethod
     def plot(cls, result: Result, **kwargs: Any) -> Any:
         return plot_sae_features(result)
+
+
+def _rows(inputs: ModelInputs, rows: np.ndarray) -> ModelInputs:
+    """The batch's ``rows`` only (every per-row tensor sliced, the rest as it is)."""
+    if len(rows) == inputs.batch_size:
+        return inputs
+    size = inputs.batch_size
+
+    def take(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == size:
+            return value[torch.as_tensor(rows, device=value.device)]
+        return value
+
+    return dataclasses.replace(
+        inputs,
+        index=np.asarray(inputs.index)[rows],
+        attention_mask=take(inputs.attention_mask),
+        input_ids=take(inputs.input_ids),
+        position_ids=take(inputs.position_ids),
+        span_mask=take(inputs.span_mask),
+        extra={k: take(v) for k, v in inputs.extra.items()},
+    )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geomlens.analyses.base import AnalysisConfig, option
+from geomlens.hooks.content_tokens import SINK_NORM_RATIO
 
 CALIBRATION = "calibration"
 HELDOUT = "heldout"
@@ -18,6 +19,8 @@ DEFAULT_CALIBRATION_ROWS = 128
 DEFAULT_HELDOUT_ROWS = 64
 DEFAULT_OOD_ROWS = 32
 DEFAULT_MAX_TOKENS = 64
+#: A pool within this fraction of the dictionary size is saturated (SSD ≈ m says nothing).
+POOL_SATURATION = 0.05
 
 
 @dataclass
@@ -57,6 +60,25 @@ class SAEFeaturesConfig(AnalysisConfig):
     )
     delta: float = option(0.05, "Failure probability δ of the bound.")
     smoothing: float = option(0.5, "Uniform mixing weight a of the smoothed loss.")
+    sink_norm_ratio: float | None = option(
+        SINK_NORM_RATIO,
+        "A position whose activation norm exceeds this many times its row's reference norm is "
+        "an attention sink: counted in k_all, left out of k_content and of the splice (None: "
+        "flag no sink).",
+    )
+    splice_excluded: bool = option(
+        False,
+        "Also splice the reconstruction at special tokens and sinks (the paper's code splices "
+        "every position; sae-lens's evaluations keep the model's activation there).",
+    )
+    norm_scaling_factor: float | None = option(
+        None,
+        "For an SAE trained with normalize_activations='expected_average_only_in' whose scale "
+        "was not folded in: sae-lens's factor (activations are multiplied by it before "
+        "encoding). None: the SAE's own record; such an SAE without one is refused.",
+    )
+    bootstrap: int = option(1000, "Bootstrap resamples of each AUROC's interval (0: none).")
+    confidence: float = option(0.95, "Coverage of the AUROC intervals.", low=0, high=1)
     training: dict = option(
         {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
     )

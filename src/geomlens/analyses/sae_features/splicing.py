@@ -15,9 +15,13 @@ def reconstruct(
     *,
     splice_pool: list[int] | None = None,
     splice_top_k: int | None = None,
+    keep_original: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The SAE's reconstruction of ``activation`` (what is spliced in its place), keeping only
-    ``splice_pool`` latents or each token's top ``splice_top_k``, latents permuted if asked."""
+    ``splice_pool`` latents or each token's top ``splice_top_k``, latents permuted if asked.
+
+    ``keep_original`` ``[B, T]`` marks positions where the model's own activation stays (special
+    tokens and attention sinks, as sae-lens's ``get_recons_loss`` leaves them)."""
     latents = sae.encode(activation.to(sae.dtype))
     if splice_pool is not None:
         keep = torch.zeros(latents.shape[-1], dtype=torch.bool, device=latents.device)
@@ -28,7 +32,10 @@ def reconstruct(
         latents = torch.zeros_like(latents).scatter_(-1, top.indices, top.values)
     if permutation is not None:
         latents = latents[..., permutation.to(latents.device)]
-    return sae.decode(latents).to(activation.dtype)
+    spliced = sae.decode(latents).to(activation.dtype)
+    if keep_original is None:
+        return spliced
+    return torch.where(keep_original.to(activation.device)[..., None], activation, spliced)
 
 
 def smoothed_bits_per_sequence(

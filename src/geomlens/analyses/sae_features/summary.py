@@ -1,4 +1,5 @@
-"""From counts to numbers: per-site metrics and tables, OOD AUROC, and the SSD bound."""
+"""From counts to numbers: per-site metrics and tables, k both ways, OOD AUROC with its
+interval, the SAE's quality, and the SSD bound."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from geomlens.analyses.sae_features.config import (
     CALIBRATION,
     HELDOUT,
+    POOL_SATURATION,
     SMOOTHED_BITS,
     SAEFeaturesConfig,
 )
@@ -29,11 +31,15 @@ def summarize_site(
     loss_kind: str | None,
     metrics: dict[str, float],
     tables: dict[str, list[dict[str, Any]]],
+    *,
+    seed: int = 0,
+    provenance: dict[str, Any] | None = None,
+    notes: dict[str, str] | None = None,
 ) -> None:
-    """Add one site's metrics and table rows: P, SSD, k per condition, η̂, ε̂_loss, OOD
-    AUROC, and the bound when a causal LM's held-out loss is there."""
-    from sklearn.metrics import roc_auc_score
-
+    """Add one site's metrics and table rows: P, SSD, k per condition both ways, η̂, ε̂_loss,
+    OOD AUROC with intervals (bootstrap seeded by ``seed``), the SAE's quality (``provenance``:
+    what :meth:`SAEFeatures.setup` read off the SAE), and the bound when a causal LM's held-out
+    loss is there. A saturated pool adds a line to ``notes``."""
     pool = state.pool
     P = int(pool.sum())
     metrics[f"{site}.pool_size"] = float(P)
@@ -47,24 +53,9 @@ def summarize_site(
     tables["pool_growth"].extend(pool_growth(site, state))
     heldout = state.conditions.get(HELDOUT)
     for name, stats in state.conditions.items():
-        metrics[f"{site}.mean_k.{name}"] = float(np.mean(stats.mean_k))
-        metrics[f"{site}.max_k.{name}"] = float(np.max(stats.max_k))
-        metrics[f"{site}.mean_max_k.{name}"] = float(np.mean(stats.max_k))
-        metrics[f"{site}.token_mean_k.{name}"] = stats.k_sum / stats.tokens
-        assert stats.histogram is not None
-        tables["k_histogram"].extend(
-            {"site": site, "condition": name, "k": int(k), "count": int(c)}
-            for k, c in enumerate(stats.histogram)
-            if c
-        )
-        row: dict[str, Any] = {
-            "site": site,
-            "condition": name,
-            "inputs": len(stats.mean_k),
-            "tokens": stats.tokens,
-            "mean_k": float(np.mean(stats.mean_k)),
-            "max_k": int(np.max(stats.max_k)),
-        }
+        if not stats.mean_k:
+            continue
+        row = condition_counts(site, name, stats, metrics, tables)
         if name != CALIBRATION and stats.latents:
             eta = pool_mismatch(stats.latents, pool, state.m)
             metrics[f"{site}.eta.{name}" if name != HELDOUT else f"{site}.eta"] = eta
@@ -83,14 +74,172 @@ def summarize_site(
                 metrics[f"{site}.model_loss{suffix}"] = float(losses[:, 0].mean())
                 metrics[f"{site}.proxy_loss{suffix}"] = float(losses[:, 1].mean())
         if name not in (CALIBRATION, HELDOUT) and heldout is not None:
-            labels = np.r_[np.zeros(len(heldout.mean_k)), np.ones(len(stats.mean_k))]
-            by_mean = float(roc_auc_score(labels, np.r_[heldout.mean_k, stats.mean_k]))
-            by_max = float(roc_auc_score(labels, np.r_[heldout.max_k, stats.max_k]))
-            metrics[f"{site}.auroc.{name}"] = by_mean if config.score == "mean" else by_max
-            row["auroc_mean_k"], row["auroc_max_k"] = by_mean, by_max
+            add_aurocs(site, name, heldout, stats, config, seed, metrics, row)
         tables["ood"].append(row)
+    add_quality(site, state, provenance or {}, metrics, notes if notes is not None else {})
     if heldout is not None and heldout.losses and loss_kind == SMOOTHED_BITS:
         add_bound(site, state, heldout, config, metrics, tables)
+
+
+def tokens_note(config: SAEFeaturesConfig, special_ids: list[int]) -> str:
+    """The result's note on which tokens each way of counting k reads."""
+    ratio = config.sink_norm_ratio
+    sinks = (
+        f"attention sinks (positions whose activation norm exceeds {ratio:g} × the median "
+        "norm of the row's other real tokens)"
+        if ratio is not None
+        else "no attention sinks (sink_norm_ratio=None)"
+    )
+    splice = (
+        "the splice replaces every position"
+        if config.splice_excluded
+        else "the splice keeps the model's own activation at excluded positions, as "
+        "sae-lens's evaluations do"
+    )
+    return (
+        "k is reported two ways. *_all counts every real token, special tokens and sinks "
+        "included (the SSD paper's way; the pool P, η̂ and the bound's k̄ use it); *_content "
+        f"leaves out special tokens (ids {special_ids}) and {sinks} (sae-lens's way; "
+        f"explained variance, L0 and dead latents use it); {splice}. The deprecated names "
+        "mean_k.<condition>, max_k.*, mean_max_k.*, token_mean_k.* and auroc.* are the *_all "
+        "values."
+    )
+
+
+def condition_counts(
+    site: str,
+    name: str,
+    stats: ConditionStats,
+    metrics: dict[str, float],
+    tables: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """k both ways, lengths and excluded tokens of one condition; its ``ood`` table row."""
+    ways = {
+        "all": (stats.mean_k, stats.max_k, stats.k_sum, stats.tokens),
+        "content": (
+            stats.mean_k_content, stats.max_k_content, stats.k_sum_content,
+            stats.tokens_content,
+        ),
+    }  # fmt: skip
+    row: dict[str, Any] = {"site": site, "condition": name, "inputs": len(stats.mean_k)}
+    for way, (means, maxima, k_sum, tokens) in ways.items():
+        values = {
+            "mean_k": _nanmean(means),
+            "max_k": float(np.nanmax(maxima)) if np.isfinite(maxima).any() else math.nan,
+            "mean_max_k": _nanmean(maxima),
+            "token_mean_k": k_sum / tokens if tokens else math.nan,
+        }
+        for metric, value in values.items():
+            metrics[f"{site}.{metric}_{way}.{name}"] = value
+            if way == "all":  # deprecated names of the paper's way (CHANGELOG.md)
+                metrics[f"{site}.{metric}.{name}"] = value
+        row[f"tokens_{way}"] = tokens
+        row[f"mean_k_{way}"], row[f"max_k_{way}"] = values["mean_k"], values["max_k"]
+    # The table's old columns: the paper's way.
+    row.update(tokens=stats.tokens, mean_k=row["mean_k_all"], max_k=max(stats.max_k))
+    lengths = np.asarray(stats.lengths)
+    row.update(
+        median_tokens=float(np.median(lengths)),
+        min_tokens=int(lengths.min()),
+        max_tokens=int(lengths.max()),
+        special_tokens=stats.special_tokens,
+        sink_tokens=stats.sink_tokens,
+        sinks_at_first_position=stats.sinks_at_first_position,
+        explained_variance=stats.explained_variance,
+    )
+    metrics[f"{site}.median_tokens.{name}"] = row["median_tokens"]
+    metrics[f"{site}.excluded_tokens.{name}"] = float(stats.special_tokens + stats.sink_tokens)
+    metrics[f"{site}.explained_variance.{name}"] = stats.explained_variance
+    for way, histogram in (("all", stats.histogram), ("content", stats.histogram_content)):
+        table = "k_histogram" if way == "all" else "k_histogram_content"
+        tables.setdefault(table, []).extend(
+            {"site": site, "condition": name, "k": int(k), "count": int(c)}
+            for k, c in enumerate(histogram if histogram is not None else [])
+            if c
+        )
+    return row
+
+
+def add_aurocs(
+    site: str,
+    name: str,
+    heldout: ConditionStats,
+    stats: ConditionStats,
+    config: SAEFeaturesConfig,
+    seed: int,
+    metrics: dict[str, float],
+    row: dict[str, Any],
+) -> None:
+    """AUROC of this condition against held-out, by mean and max k, both ways, each with a
+    stratified bootstrap interval (``geomlens.stats.auroc_interval``)."""
+    from geomlens.stats import auroc, auroc_interval
+
+    scores = {
+        ("mean", "all"): (heldout.mean_k, stats.mean_k),
+        ("max", "all"): (heldout.max_k, stats.max_k),
+        ("mean", "content"): (heldout.mean_k_content, stats.mean_k_content),
+        ("max", "content"): (heldout.max_k_content, stats.max_k_content),
+    }
+    for (score, way), (negatives, positives) in scores.items():
+        negatives, positives = _finite(negatives), _finite(positives)
+        if len(negatives) == 0 or len(positives) == 0:
+            continue
+        value = float(auroc(negatives, positives))
+        low, high = auroc_interval(
+            negatives,
+            positives,
+            resamples=config.bootstrap,
+            confidence=config.confidence,
+            seed=seed,
+        )
+        suffix = "" if way == "all" else "_content"
+        row[f"auroc_{score}_k{suffix}"] = value
+        row[f"auroc_{score}_k{suffix}_ci_low"], row[f"auroc_{score}_k{suffix}_ci_high"] = (
+            low,
+            high,
+        )
+        if score == config.score:
+            metrics[f"{site}.auroc_{way}.{name}"] = value
+            metrics[f"{site}.auroc_{way}_ci_low.{name}"] = low
+            metrics[f"{site}.auroc_{way}_ci_high.{name}"] = high
+            if way == "all":  # the deprecated name (CHANGELOG.md)
+                metrics[f"{site}.auroc.{name}"] = value
+
+
+def add_quality(
+    site: str,
+    state: SiteState,
+    record: dict[str, Any],
+    metrics: dict[str, float],
+    notes: dict[str, str],
+) -> None:
+    """What a reader needs to judge the SAE: explained variance, L0 and dead latents on
+    held-out content tokens, its decoder's column norms, a saturated pool."""
+    heldout = state.conditions.get(HELDOUT)
+    if heldout is not None and heldout.tokens_content:
+        metrics[f"{site}.explained_variance"] = heldout.explained_variance
+        metrics[f"{site}.l0"] = heldout.k_sum_content / heldout.tokens_content
+    if state.fired is not None:
+        dead = int((~state.fired).sum())
+        metrics[f"{site}.dead_latents"] = float(dead)
+        metrics[f"{site}.dead_fraction"] = dead / state.m
+    if "decoder_norms" in record:
+        low, mean, high = record["decoder_norms"]
+        metrics[f"{site}.decoder_norm_min"] = low
+        metrics[f"{site}.decoder_norm_mean"] = mean
+        metrics[f"{site}.decoder_norm_max"] = high
+        metrics[f"{site}.decoder_norm_spread"] = (high - low) / mean if mean else math.nan
+    if record.get("norm_scaling_factor") is not None:
+        metrics[f"{site}.norm_scaling_factor"] = float(record["norm_scaling_factor"])
+    P = int(state.pool.sum())
+    saturated = P / state.m >= 1.0 - POOL_SATURATION
+    metrics[f"{site}.pool_saturated"] = float(saturated)
+    if saturated:
+        notes[f"pool_saturated:{site}"] = (
+            f"Saturated pool: P = {P} of m = {state.m} latents (within "
+            f"{POOL_SATURATION:.0%} of the dictionary): SSD is then about m and says nothing "
+            "about this model's sparsity; a larger or sparser SAE, or pool_top_k, is needed."
+        )
 
 
 def add_bound(
@@ -140,8 +289,9 @@ def add_bound(
 #: Metric names in the order a reader wants them (the CLI prints the first ones): a pattern
 #: ending in "." is a family (``.mean_k.<condition>``), any other is one metric.
 _HEADLINE = (
-    ".mean_k.", ".auroc.", ".max_k.", ".pool_size", ".ssd", ".eta", ".epsilon_loss",
-    ".epsilon_loss_shuffled", ".bound", ".n_star",
+    ".mean_k_content.", ".auroc_content.", ".mean_k_all.", ".auroc_all.", ".max_k_content.",
+    ".max_k_all.", ".pool_size", ".ssd", ".eta", ".epsilon_loss", ".epsilon_loss_shuffled",
+    ".bound", ".n_star", ".explained_variance", ".l0", ".dead_fraction",
 )  # fmt: skip
 
 
@@ -155,3 +305,13 @@ def headline_first(metrics: dict[str, float]) -> dict[str, float]:
         return len(_HEADLINE)
 
     return dict(sorted(metrics.items(), key=lambda item: rank(item[0])))
+
+
+def _nanmean(values: list[float]) -> float:
+    finite = _finite(values)
+    return float(finite.mean()) if len(finite) else math.nan
+
+
+def _finite(values: list[float]) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    return array[np.isfinite(array)]
