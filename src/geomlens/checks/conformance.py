@@ -14,13 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
 from geomlens.hooks.base import EMBED_SITE, LOGITS_SITE, Adapter, canonical_sites, layer_of
+from geomlens.hooks.config_fields import (
+    EMBED_WIDTH_FIELDS,
+    MLP_WIDTH_FIELDS,
+    RESIDUAL_WIDTH_FIELDS,
+    first_field,
+)
 from geomlens.hooks.inputs import ModelInputs
 
 DEFAULT_PROMPTS = (
@@ -33,9 +38,9 @@ DEFAULT_TOKEN_IDS = ([1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12])
 
 #: Config fields naming the residual width, the MLP hidden width and the embedding width, in the
 #: spellings of the Hugging Face families (first one set wins).
-D_MODEL_FIELDS = ("hidden_size", "n_embd", "d_model", "dim")
-D_MLP_FIELDS = ("intermediate_size", "ffn_dim", "d_ff", "hidden_dim", "ffn_hidden_size", "n_inner")
-EMBED_FIELDS = ("embedding_size",)
+D_MODEL_FIELDS = RESIDUAL_WIDTH_FIELDS
+D_MLP_FIELDS = MLP_WIDTH_FIELDS
+EMBED_FIELDS = EMBED_WIDTH_FIELDS
 
 
 @dataclass
@@ -49,30 +54,22 @@ class Check:
     site: str | None = None
 
 
-def _first_field(config: Any, names: Sequence[str]) -> int | None:
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
 def expected_widths(adapter: Adapter) -> dict[str, int]:
     """The width each kind of site must have, from the model's config (kinds left out are not
     checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
-    model = getattr(adapter, "model", None)
+    model = adapter.model
     cfg = getattr(model, "cfg", None)  # TransformerLens
     if cfg is not None and getattr(cfg, "d_model", None):
         widths = {"d_model": cfg.d_model, "embed": cfg.d_model, "vocab": cfg.d_vocab_out}
         if getattr(cfg, "d_mlp", None):
             widths["d_mlp"] = cfg.d_mlp
         return widths
-    config = getattr(adapter, "config", None)
-    d_model = _first_field(config, D_MODEL_FIELDS)
+    config = adapter.config
+    d_model = first_field(config, D_MODEL_FIELDS)
     if d_model is None:
         return {}
-    widths = {"d_model": d_model, "embed": _first_field(config, EMBED_FIELDS) or d_model}
-    d_mlp = _first_field(config, D_MLP_FIELDS)
+    widths = {"d_model": d_model, "embed": first_field(config, EMBED_FIELDS) or d_model}
+    d_mlp = first_field(config, D_MLP_FIELDS)
     if d_mlp is None and getattr(config, "expansion_ratio", None):  # MPT
         d_mlp = int(config.expansion_ratio * d_model)
     if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):

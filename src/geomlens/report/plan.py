@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
-from geomlens.analyses.catalog import analysis_class, list_analyses
-from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.analyses.catalog import analysis_class
+from geomlens.data.dataset import Dataset, as_dataset, select_rows
 from geomlens.hooks.base import Adapter
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
@@ -68,11 +69,7 @@ class PlanFailure:
 
 def builtin_analyses() -> list[str]:
     """Names of the analyses that ship with geomlens (plugins are run only when named)."""
-    return [
-        name
-        for name in list_analyses()
-        if analysis_class(name).__module__.startswith("geomlens.analyses.")
-    ]
+    return catalog.builtin_analyses()
 
 
 def dataset_fingerprint(dataset: Dataset) -> str:
@@ -87,14 +84,8 @@ def dataset_fingerprint(dataset: Dataset) -> str:
 
 
 def subset(dataset: Dataset, rows: np.ndarray) -> Dataset:
-    """The rows ``rows`` of ``dataset`` (inputs and every column), in that order."""
-    rows = np.asarray(rows, dtype=int)
-    columns = {name: np.asarray(values)[rows] for name, values in dataset.columns.items()}
-    if dataset.texts is not None:
-        return Dataset(texts=[dataset.texts[i] for i in rows], columns=columns)
-    if dataset.token_ids is not None:
-        return Dataset(token_ids=[dataset.token_ids[i] for i in rows], columns=columns)
-    return Dataset(num_rows=len(rows), columns=columns)
+    """The rows ``rows`` of ``dataset`` (inputs, named inputs and every column), in that order."""
+    return select_rows(dataset, rows)
 
 
 def _evenly_spaced(count: int, keep: int) -> np.ndarray:
