@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers.tiny_models import tiny_gpt2
+from helpers.tiny_models import tiny_llama
 
 from geomlens.data.concepts import (
     BILINGUAL_LANGUAGES,
@@ -103,22 +103,36 @@ def test_bad_user_sets_say_what_is_wrong(tmp_path, content, message):
 
 
 def test_bilingual_tutorial_runs_on_cpu_with_a_tiny_model(tmp_path):
-    model, tokenizer = tiny_gpt2()
+    model, tokenizer = tiny_llama()  # a gated (SwiGLU) MLP, as SmolLM2's and Gemma's
     model.save_pretrained(tmp_path / "model")
     tokenizer.save_pretrained(tmp_path / "model")
     spec = importlib.util.spec_from_file_location("bilingual_abstraction", TUTORIAL)
     tutorial = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tutorial)
     out = tmp_path / "out"
-    result = tutorial.main(
+    outcome = tutorial.main(
         ["--model", str(tmp_path / "model"), "--device", "cpu", "--pairs", "en-es", "en-fr",
-         "--max-word-pairs", "6", "--out", str(out)]
+         "--max-word-pairs", "6", "--calibration-texts", "4", "--cost-texts", "3",
+         "--out", str(out)]
     )  # fmt: skip
-    assert result.metrics["summary.n_tasks"] == 2
-    assert result.tables["linearization"][0]["layers"] == [0]
+    results = outcome["results"]
+    assert list(results) == ["identity", "tangent"]
+    for mode, result in results.items():
+        assert result.metrics["summary.n_tasks"] == 2
+        assert result.tables["linearization"][0]["layers"] == [0]
+        assert result.tables["linearization"][0]["mode"] == mode
+        assert result.tables["linearization"][0]["fidelity_measure"] == "lm_loss_change"
+    # on held-out paragraphs both replacements change the model's predictions
+    for cost in outcome["lm_loss_cost"].values():
+        assert cost["tokens"] > 10 and cost["lm_loss_change"] != 0
     assert {p.name for p in out.iterdir()} == {
-        "bilingual_abstraction.json",
-        "bilingual_abstraction.png",
+        "bilingual_abstraction_identity.json",
+        "bilingual_abstraction_identity.png",
+        "bilingual_abstraction_tangent.json",
+        "bilingual_abstraction_tangent.png",
         "bilingual_abstraction.txt",
     }
-    assert "paper: 0.207 → 0.242" in (out / "bilingual_abstraction.txt").read_text(encoding="utf-8")
+    text = (out / "bilingual_abstraction.txt").read_text(encoding="utf-8")
+    assert "mean α 0.207 → 0.242" in text
+    assert "identity at layers [0]" in text and "tangent at layers [0]" in text
+    assert "concepts up" in text and "held-out paragraphs" in text

@@ -4,6 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
@@ -90,10 +91,56 @@ def test_birth_year_protocol_runs_on_cpu(tiny_lm_folder, tmp_path):
     assert [p["n"] for p in summary["luce_prediction"]] == [2, 4]
     for p in summary["luce_prediction"]:
         assert 0 < p["p_similarity"] <= 1 and 0 < p["p_identification"] <= 1
-    assert sorted(f["family"] for f in fits) == ["exponential", "gaussian", "linear", "step"]
+    assert [f["family"] for f in fits] == list(script.FAMILIES)
     assert sum(f["chosen"] for f in fits) == 1
     assert (out / "birth_years.png").stat().st_size > 5_000
     assert json.loads((out / "birth_years.json").read_text())["analysis"] == "similarity"
+    verdict = summary["verdict"]
+    assert verdict["text"] == outcome["verdict"]["text"] and verdict["text"]
+    assert verdict["resolved"] == np.isfinite(verdict["epsilon"])
+    for row in rows:
+        assert row["chance"] == pytest.approx(1 / row["n"])
+
+
+def _rows(accuracies, low, high):
+    return [
+        {"test": "similarity", "n": n, "accuracy": a, "chance": 1 / n, "ci_low": lo, "ci_high": hi}
+        for n, a, lo, hi in zip((2, 4), accuracies, low, high)
+    ]
+
+
+def _fits(epsilons, aics):
+    chosen = int(np.argmin(aics))
+    return [
+        {"family": f, "epsilon": e, "delta": 0.1, "aic": a, "chosen": k == chosen}
+        for k, (f, e, a) in enumerate(zip(("step", "linear", "exponential"), epsilons, aics))
+    ]
+
+
+@pytest.mark.parametrize(
+    "accuracy, fits, resolved, says",
+    [
+        # intervals reaching chance: no ε, whatever the fits say (a NaN or 531 years)
+        (_rows([0.52, 0.26], [0.47, 0.23], [0.57, 0.29]), _fits([531, 3, 7], [1, 5, 6]),
+         False, "too close to chance"),
+        (_rows([0.51, 0.25], [0.45, 0.22], [0.56, 0.28]), _fits([np.nan] * 3, [1, 2, 3]),
+         False, "too close to chance"),
+        # above chance, but the best ε lies beyond the distances measured
+        (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([2000, 80, 90], [1, 9, 9]),
+         False, "outside the distances measured"),
+        # above chance, two families fit as well and disagree fourfold
+        (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([40, 160, 90], [1, 2, 9]),
+         False, "families fitting equally well"),
+        (_rows([0.70, 0.45], [0.65, 0.40], [0.75, 0.50]), _fits([70, 90, 300], [1, 2, 9]),
+         True, "resolution ε = 70.0 years"),
+    ],
+)  # fmt: skip
+def test_the_verdict_says_whether_a_resolution_was_read(accuracy, fits, resolved, says):
+    script = _load_script()
+    verdict = script.resolution_verdict(accuracy, fits, np.arange(0, 800, 20.0))
+    assert verdict["resolved"] is resolved
+    assert says in verdict["text"]
+    assert np.isfinite(verdict["epsilon"]) == resolved
 
 
 def test_n_stops_at_the_single_token_names_there_are(tiny_lm_folder, tmp_path, capsys):

@@ -13,9 +13,16 @@ gemma-2-2b-it, Llama-3.2-3B and Qwen2.5-7B. See docs/similarity.md.
     python tutorials/gpu/birth_years.py --model PATH --device cpu --n-max 4 --trials 3   # tiny
 
 It also predicts p_S^n and p_I^n from the recovered g under the Luce rule: a model whose
-choices follow one stationary g matches them. Writes ``birth_years.json`` (the similarity
-result), ``birth_years_fits.json`` (ε per family, the Luce-rule prediction) and
-``birth_years.png`` into ``--out``.
+choices follow one stationary g matches them. Instruct models are asked in their own chat
+template (``--chat auto``, the default, uses it when the tokenizer has one).
+
+The closing line is a verdict, not just a number: when no similarity accuracy's 95% interval
+lies above chance (1/n) the choices carry no distance information and no ε is reported (the
+recovered g is noise; small models near chance at small n give NaN or a scale anywhere); when
+the best family's ε falls outside the distances measured, or families that fit equally well
+(AIC within 2) disagree on ε by more than a factor of 2, ε is "not determined by these data".
+Writes ``birth_years.json`` (the similarity result), ``birth_years_fits.json`` (ε per family,
+the Luce-rule prediction, the verdict) and ``birth_years.png`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -27,17 +34,22 @@ from pathlib import Path
 import numpy as np
 
 import geomlens as gl
-from geomlens.analyses.resolution import FAMILIES, fit_family, normalised_g
+from geomlens.analyses.resolution import FAMILIES, family_shape, fit_family
 from geomlens.data import stimuli
+from geomlens.data.choice_sets import has_chat_template, in_chat_template
 from geomlens.results import atomic_save_figure, atomic_write_text
 from geomlens.theory import resolution as theory
 
+#: Families fitting equally well (AIC within this) must agree on ε within this factor.
+EQUAL_AIC = 2.0
+AGREEMENT_FACTOR = 2.0
 
-def single_token_names(tokenizer, names: list[str]) -> list[str]:
-    """The names whose option text (" Name") is one token with a first token of its own."""
+
+def single_token_names(tokenizer, names: list[str], prefix: str = " ") -> list[str]:
+    """The names whose option text (prefix + name) is one token with a first token of its own."""
     kept, seen = [], set()
     for name in names:
-        ids = tokenizer(" " + name, add_special_tokens=False)["input_ids"]
+        ids = tokenizer(prefix + name, add_special_tokens=False)["input_ids"]
         if len(ids) == 1 and ids[0] not in seen and ids[0] != tokenizer.unk_token_id:
             kept.append(name)
             seen.add(ids[0])
@@ -53,23 +65,90 @@ def candidate_counts(n_max: int, n_step: int) -> list[int]:
 
 
 def fit_behavioural_profile(rows: list[dict]) -> list[dict]:
-    """Every family fitted to the recovered g(d) (each bin weighted by its option count)."""
+    """Every family fitted to the recovered g(d) (each bin weighted by its option count);
+    each row carries its fitted ``curve`` (a function of d)."""
     distance = np.array([r["distance"] for r in rows])
     mean = np.array([r["mean"] for r in rows])
     count = np.array([r["count"] for r in rows], dtype=float)
     fits = [fit_family(f, distance, mean, count, 0.0) for f in FAMILIES]
-    best = min(fits, key=lambda f: f.aic)
+    best = min(fits, key=lambda f: f.aic if np.isfinite(f.aic) else np.inf)
     return [
         {
             "family": f.family,
             "epsilon": f.epsilon,
             "delta": f.delta,
-            "amplitude": f.amplitude,
             "aic": f.aic,
             "chosen": f is best,
+            "curve": _fitted_curve(f),
         }
         for f in fits
     ]
+
+
+def _fitted_curve(fit):
+    """The fitted g as a function of d. ``Fit.g`` where the fits define it; else the
+    single-scale form amplitude · ((1 − Δ) shape(d/ε) + Δ)."""
+    if hasattr(fit, "g"):
+        return fit.g()
+    amplitude = getattr(fit, "amplitude", 1.0)
+    return lambda d: (
+        amplitude * ((1 - fit.delta) * family_shape(fit.family, d, fit.epsilon) + fit.delta)
+    )
+
+
+def resolution_verdict(accuracy: list[dict], fits: list[dict], distances: np.ndarray) -> dict:
+    """Whether these choices resolve a scale ε, and the sentence that says so.
+
+    ``accuracy`` are the result's choice_accuracy rows (with chance and 95% intervals),
+    ``fits`` those of :func:`fit_behavioural_profile`, ``distances`` the recovered g's bins.
+    """
+    similarity = [r for r in accuracy if r["test"] == "similarity"]
+    measured = "; ".join(
+        f"p_S^{r['n']} = {r['accuracy']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}], "
+        f"chance {r['chance']:.3f}"
+        for r in similarity
+    )
+    if not any(r["ci_low"] > r["chance"] for r in similarity):
+        return {
+            "resolved": False,
+            "epsilon": float("nan"),
+            "reason": "chance",
+            "text": f"too close to chance to read a resolution ({measured}): the choices do "
+            "not depend on distance, so the g(d) recovered from them is noise and no ε is "
+            "reported",
+        }
+    chosen = next(f for f in fits if f["chosen"])
+    positive = distances[distances > 0]
+    low, high = float(positive.min()), float(positive.max())
+    epsilon = chosen["epsilon"]
+    if not np.isfinite(epsilon) or not low <= epsilon <= high:
+        return {
+            "resolved": False,
+            "epsilon": float("nan"),
+            "reason": "outside",
+            "text": f"above chance ({measured}) but ε is not determined by these data: the "
+            f"best family ({chosen['family']}) puts it at {epsilon:.4g} years, outside the "
+            f"distances measured [{low:.0f}, {high:.0f}]",
+        }
+    rivals = [
+        f["epsilon"] for f in fits if np.isfinite(f["aic"]) and f["aic"] - chosen["aic"] < EQUAL_AIC
+    ]
+    if not all(np.isfinite(rivals)) or max(rivals) > AGREEMENT_FACTOR * min(rivals):
+        return {
+            "resolved": False,
+            "epsilon": float("nan"),
+            "reason": "families disagree",
+            "text": f"above chance ({measured}) but ε is not determined by these data: "
+            f"families fitting equally well (AIC within {EQUAL_AIC:g}) give ε from "
+            f"{min(rivals):.4g} to {max(rivals):.4g} years",
+        }
+    return {
+        "resolved": True,
+        "epsilon": float(epsilon),
+        "reason": "",
+        "text": f"resolution ε = {epsilon:.1f} years ({chosen['family']}, Δ = "
+        f"{chosen['delta']:.3f}); {measured}",
+    }
 
 
 def luce_prediction(
@@ -115,7 +194,9 @@ def plot(
     ax_g.errorbar(d, [r["mean"] for r in rows], [r["std"] for r in rows], fmt="o", ms=3)
     grid = np.linspace(0, d.max(), 300)
     for fit in fits:
-        g = fit["amplitude"] * normalised_g(fit["family"], fit["epsilon"], fit["delta"])(grid)
+        if not np.isfinite(fit["epsilon"]):
+            continue
+        g = fit["curve"](grid)
         style = "-" if fit["chosen"] else ":"
         ax_g.plot(grid, g, style, label=f"{fit['family']} ε = {fit['epsilon']:.0f}")
     ax_g.set_xlabel("|birth year − probe year|")
@@ -161,11 +242,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--bins", type=int, default=40, help="Distance bins of g(d).")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--chat",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="Ask in the tokenizer's chat template (auto: when it has one).",
+    )
     parser.add_argument("--out", type=Path, default=Path("birth_years"), help="Output folder.")
     args = parser.parse_args(argv)
 
     adapter = gl.load(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
-    names = single_token_names(adapter.tokenizer, stimuli.first_names())
+    chat = has_chat_template(adapter.tokenizer) if args.chat == "auto" else args.chat == "on"
+    # In a chat template the answer starts the assistant's turn: names without a space.
+    names = single_token_names(adapter.tokenizer, stimuli.first_names(), "" if chat else " ")
     n_max = min(args.n_max, len(names))
     if n_max < 2:
         raise SystemExit(
@@ -179,6 +268,8 @@ def main(argv: list[str] | None = None) -> dict:
         )
     counts = candidate_counts(n_max, args.n_step)
     data = stimuli.birth_year_prompts(names, counts, args.trials, seed=args.seed)
+    if chat:
+        data = in_chat_template(data, adapter.tokenizer)
     result = gl.run(
         "similarity",
         adapter,
@@ -191,20 +282,23 @@ def main(argv: list[str] | None = None) -> dict:
     )
     fits = fit_behavioural_profile(result.tables["g_of_d"])
     predicted = luce_prediction(result.tables["g_of_d"], counts, seed=args.seed)
+    distances = np.array([r["distance"] for r in result.tables["g_of_d"]])
+    verdict = resolution_verdict(result.tables["choice_accuracy"], fits, distances)
     args.out.mkdir(parents=True, exist_ok=True)
     result.to_json(args.out / "birth_years.json")
-    summary = {"fits": fits, "luce_prediction": predicted}
+    listed = [{k: v for k, v in f.items() if k != "curve"} for f in fits]
+    summary = {"fits": listed, "luce_prediction": predicted, "verdict": verdict, "chat": chat}
     atomic_write_text(args.out / "birth_years_fits.json", json.dumps(summary, indent=2) + "\n")
     plot(result, fits, predicted, args.out / "birth_years.png", args.model)
 
-    chosen = next(f for f in fits if f["chosen"])
-    print(f"model {args.model}: {len(data.texts)} prompts, n in {counts}")
+    print(f"model {args.model}: {len(data.texts)} prompts, n in {counts}, chat template: {chat}")
     expected = {
         (t, p["n"]): p[f"p_{t}"] for p in predicted for t in ("similarity", "identification")
     }
     for row in result.tables["choice_accuracy"]:
         print(
-            f"  {row['test']:>14} n={row['n']:>3}: {row['accuracy']:.3f} ± {row['se']:.3f}"
+            f"  {row['test']:>14} n={row['n']:>3}: {row['accuracy']:.3f} "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], chance {row['chance']:.3f}"
             f"  (Luce rule with the recovered g: {expected[row['test'], row['n']]:.3f})"
         )
     for fit in fits:
@@ -212,8 +306,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(
             f"  {mark} {fit['family']:>11}: ε = {fit['epsilon']:.1f} years, Δ = {fit['delta']:.3f}"
         )
-    print(f"resolution ε = {chosen['epsilon']:.1f} years ({chosen['family']}); paper: ~70-80")
-    return {"result": result, "fits": fits, "luce_prediction": predicted}
+    print(f"{verdict['text']}. Paper (2-7B models): ~70-80 years.")
+    return {"result": result, "fits": listed, "luce_prediction": predicted, "verdict": verdict}
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ log(D_i / D_1) = log g(d_i) − log g(d_1) for every pair of options of a trial:
 up to one scale by least squares over all trials (normalised to 1 at the smallest distance
 seen, which is d = 0 when identification trials are present). The similarity test's accuracy
 is the mean D of the option closest to the probe (ties share), the identification test's the
-mean D of the option equal to the probe; both per number of options n.
+mean D of the option equal to the probe; both per number of options n, beside chance (1/n)
+and a 95% bootstrap interval over the drawn trials (the rotations of one trial are resampled
+together). How the prompts were written (options by value or by label, plain or in the
+model's chat template) is read from the data's ``labels`` / ``prompt_format`` columns and
+stated in the result, with the mean D of the option listed first (a position preference).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from geomlens.data.stimuli import Metric, parse_metric
 from geomlens.hooks.base import LOGITS_SITE
 
 TESTS = ("similarity", "identification")
+#: Bootstrap resamples of the trials for the accuracy intervals, and their coverage.
+BOOTSTRAP_RESAMPLES = 2000
+INTERVAL = 0.95
 
 
 @dataclass
@@ -36,6 +43,8 @@ class ChoiceRecords:
     probe: list[Any] = field(default_factory=list)
     option_coordinates: list[Any] = field(default_factory=list)
     first_token_options: set[str] = field(default_factory=set)
+    trial: list[int] = field(default_factory=list)
+    formats: set[tuple[str, str]] = field(default_factory=set)
     _token_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, batch: Any, site: str, tokenizer: Any, first_token: bool) -> None:
@@ -63,6 +72,15 @@ class ChoiceRecords:
             self.probabilities.append(torch.softmax(chosen, dim=0).numpy().copy())
             self.probe.append(columns["coordinate"][row])
             self.option_coordinates.append(list(columns["option_coordinates"][row]))
+            # Rows without a trial id are trials of their own (negative ids never collide).
+            trial = columns["trial"][row] if "trial" in columns else -1 - int(index)
+            self.trial.append(int(trial))
+            self.formats.add(
+                (
+                    str(columns["labels"][row]) if "labels" in columns else "values",
+                    str(columns["prompt_format"][row]) if "prompt_format" in columns else "plain",
+                )
+            )
 
     def _option_token(self, option: str, tokenizer: Any, first_token: bool) -> int:
         if option in self._token_ids:
@@ -73,6 +91,12 @@ class ChoiceRecords:
                 "an 'option_token_ids' column with one token id per option."
             )
         ids = tokenizer(option, add_special_tokens=False)["input_ids"]
+        unknown = getattr(tokenizer, "unk_token_id", None)
+        if unknown is not None and ids and ids[0] == unknown:
+            raise ValueError(
+                f"Option {str(option)!r} is the tokenizer's unknown token, so every such option "
+                "would get the same logit; use options the tokenizer knows."
+            )
         if len(ids) != 1:
             if not first_token or not ids:
                 pieces = tokenizer.convert_ids_to_tokens(ids) if ids else []
@@ -93,12 +117,17 @@ class ChoiceRecords:
         self.probe.extend(other.probe)
         self.option_coordinates.extend(other.option_coordinates)
         self.first_token_options |= other.first_token_options
+        self.trial.extend(other.trial)
+        self.formats |= other.formats
+
+    def _row_order(self) -> np.ndarray:
+        return np.argsort(self.index, kind="stable")
 
     def trials(self, metric: Metric) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(test, D over options, option distances to the probe) per row, in row order."""
         distance = parse_metric(metric)
         out = []
-        for k in np.argsort(self.index, kind="stable"):
+        for k in self._row_order():
             coordinates = [self.probe[k], *self.option_coordinates[k]]
             coordinates = np.asarray([np.asarray(c, dtype=float) for c in coordinates])
             out.append(
@@ -112,11 +141,14 @@ class ChoiceRecords:
         if not self.index:
             raise ValueError(f"{name} (behavioural) saw no prompts; give multiple-choice rows.")
         trials = self.trials(metric)
-        accuracy_rows = choice_accuracy(trials)
+        accuracy_rows = choice_accuracy(trials, [self.trial[k] for k in self._row_order()])
         metrics: dict[str, float] = {}
         for row in accuracy_rows:
             key = "p_similarity" if row["test"] == "similarity" else "p_identification"
-            metrics[f"{LOGITS_SITE}.{key}_n{row['n']}"] = row["accuracy"]
+            stem = f"{LOGITS_SITE}.{key}_n{row['n']}"
+            metrics[stem] = row["accuracy"]
+            metrics[f"{stem}_ci_low"] = row["ci_low"]
+            metrics[f"{stem}_ci_high"] = row["ci_high"]
             if row["n"] == 2:
                 metrics[f"{LOGITS_SITE}.{key}"] = row["accuracy"]
         metrics[f"{LOGITS_SITE}.first_token_options"] = float(len(self.first_token_options))
@@ -130,6 +162,11 @@ class ChoiceRecords:
                 "g_of_d": [{"site": LOGITS_SITE, **row} for row in profile],
                 "choice_accuracy": accuracy_rows,
                 "first_token_options": [{"option": o} for o in sorted(self.first_token_options)],
+                "prompts": [
+                    {"labels": labels, "prompt_format": prompt_format}
+                    for labels, prompt_format in sorted(self.formats)
+                ],
+                "position_preference": position_preference(trials),
             },
         )
 
@@ -141,10 +178,17 @@ def _test_name(value: Any) -> str:
     return test
 
 
-def choice_accuracy(trials: list[tuple[str, np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
-    """Mean D of the right answer per (test, n), with its standard error and trial count."""
-    scores: dict[tuple[str, int], list[float]] = {}
-    for test, probabilities, distances in trials:
+def choice_accuracy(
+    trials: list[tuple[str, np.ndarray, np.ndarray]],
+    trial_ids: list[int] | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Mean D of the right answer per (test, n): with its standard error, chance (1/n), a 95%
+    percentile-bootstrap interval over trials (rows sharing a trial id are resampled together;
+    without ids every row is a trial), whether the interval lies above chance, and counts."""
+    trial_ids = list(range(len(trials))) if trial_ids is None else list(trial_ids)
+    scores: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    for (test, probabilities, distances), trial in zip(trials, trial_ids):
         if test == "similarity":
             right = distances == distances.min()
         else:
@@ -155,22 +199,59 @@ def choice_accuracy(trials: list[tuple[str, np.ndarray, np.ndarray]]) -> list[di
                     f"got option distances {distances.tolist()}."
                 )
         scores.setdefault((test, len(probabilities)), []).append(
-            float(probabilities[right].sum() / right.sum())
+            (trial, float(probabilities[right].sum() / right.sum()))
         )
     rows = []
-    for (test, n), values in sorted(scores.items()):
-        values = np.asarray(values)
+    rng = np.random.default_rng(seed)
+    for (test, n), scored in sorted(scores.items()):
+        values = np.asarray([v for _, v in scored])
         se = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
+        low, high = _trial_bootstrap([t for t, _ in scored], values, rng)
         rows.append(
             {
                 "test": test,
                 "n": n,
                 "accuracy": float(values.mean()),
                 "se": float(se),
-                "trials": len(values),
+                "chance": 1.0 / n,
+                "ci_low": low,
+                "ci_high": high,
+                "above_chance": bool(low > 1.0 / n),
+                "trials": len(set(t for t, _ in scored)),
+                "prompts": len(values),
             }
         )
     return rows
+
+
+def _trial_bootstrap(
+    trial_ids: list[int], values: np.ndarray, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Percentile interval of the mean of ``values`` when whole trials are resampled."""
+    groups = {}
+    for trial, value in zip(trial_ids, values):
+        groups.setdefault(trial, []).append(value)
+    if len(groups) < 2:
+        return float("nan"), float("nan")
+    sums = np.array([np.sum(v) for v in groups.values()])
+    sizes = np.array([len(v) for v in groups.values()], dtype=float)
+    draws = rng.integers(len(groups), size=(BOOTSTRAP_RESAMPLES, len(groups)))
+    means = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    tail = (1 - INTERVAL) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def position_preference(trials: list[tuple[str, np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
+    """Per n: the mean D of the option listed first, beside chance 1/n. With options shown in
+    every rotation a model without a position preference gives chance here."""
+    first: dict[int, list[float]] = {}
+    for _, probabilities, _ in trials:
+        first.setdefault(len(probabilities), []).append(float(probabilities[0]))
+    return [
+        {"n": n, "first_option_share": float(np.mean(v)), "chance": 1.0 / n, "prompts": len(v)}
+        for n, v in sorted(first.items())
+    ]
 
 
 def recover_similarity(

@@ -28,6 +28,7 @@ import numpy as np
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.choices import LOGITS_SITE, ChoiceRecords
 from geomlens.analyses.pooled import PooledRows
+from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.stimuli import Metric, parse_metric, years
 from geomlens.hooks.base import Adapter
 from geomlens.registry import register_analysis
@@ -74,6 +75,17 @@ class SimilarityConfig(AnalysisConfig):
         False,
         "Behavioural: score an option that is several tokens by its first token (otherwise "
         "such options are refused).",
+    )
+    choice_set: str = option(
+        "years",
+        "Behavioural, without data: the shipped choice set, 'years' (1500-2000, options "
+        "labelled A, B, ...) or 'months' (month names, single tokens).",
+        choices=tuple(CHOICE_SETS),
+    )
+    chat_template: bool | None = option(
+        None,
+        "Behavioural, without data: ask in the tokenizer's chat template (default: when it "
+        "has one, i.e. for instruct models).",
     )
 
     def __post_init__(self) -> None:
@@ -132,7 +144,14 @@ class Similarity(Analysis):
         return ("coordinate",)
 
     def default_data(self, adapter: Adapter) -> Any:
-        """Years 1500–2000 every 10 years in three templates (153 texts)."""
+        """Years 1500–2000 every 10 years in three templates (153 texts); behavioural: the
+        shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
+        if self.config.mode == "behavioural":
+            return shipped_choice_set(
+                self.config.choice_set,
+                tokenizer=adapter.tokenizer,
+                chat=self.config.chat_template,
+            )
         return years().as_data()
 
     def update(self, batch: Batch) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "StimulusSet",
     "birth_year_prompts",
     "choice_prompts",
+    "option_labels",
     "distance_matrix",
     "first_names",
     "grid_positions",
@@ -386,6 +387,31 @@ def _spoken_list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
+#: How options can be named in a prompt: by their value (" 1620"), or by a label beside it
+#: ("A: 1620", scored on " A") — years are several tokens on tokenizers that split digits
+#: (SmolLM2, Gemma: " 1760" is five), and years sharing a first token cannot be scored apart.
+LABELS = ("values", "letters", "numbers")
+_PLAIN_TEMPLATES = (
+    "Which year is closest to {probe}: {options}? Answer:",
+    "Which year is {probe}: {options}? Answer:",
+)
+_LABELLED_TEMPLATES = (
+    "Which year is closest to {probe}?\n{options}\nAnswer:",
+    "Which year is {probe}?\n{options}\nAnswer:",
+)
+
+
+def option_labels(labels: str, n: int) -> list[str]:
+    """The first ``n`` labels of a labelling: ``A, B, C, …`` or ``1, 2, 3, …``."""
+    if labels == "letters":
+        if n > 26:
+            raise ValueError(f"Letter labels name at most 26 options; got {n}. Use 'numbers'.")
+        return [chr(ord("A") + k) for k in range(n)]
+    if labels == "numbers":
+        return [str(k + 1) for k in range(n)]
+    raise ValueError(f"labels must be one of {LABELS}; got {labels!r}.")
+
+
 def choice_prompts(
     values: Sequence[Any],
     *,
@@ -393,9 +419,11 @@ def choice_prompts(
     metric: Metric = "absolute",
     candidates: Sequence[int] = (2,),
     trials: int = 20,
-    similarity_template: str = "Which year is closest to {probe}: {options}? Answer:",
-    identification_template: str = "Which year is {probe}: {options}? Answer:",
+    similarity_template: str | None = None,
+    identification_template: str | None = None,
     option_prefix: str = " ",
+    labels: str = "values",
+    rotations: bool = False,
     seed: int = 0,
 ) -> Any:
     """Multiple-choice prompts for ``similarity`` with ``mode="behavioural"``.
@@ -403,9 +431,17 @@ def choice_prompts(
     For each n in ``candidates``, ``trials`` similarity prompts (a probe and n other values,
     all distinct; the answer is the option closest to the probe) and ``trials``
     identification prompts (n distinct values, the probe a copy of one of them). The model is
-    scored on the next token: option i is the token of ``option_prefix + str(value_i)``.
+    scored on the next token. With ``labels="values"`` option i is the token of
+    ``option_prefix + str(value_i)`` and the options are spoken in a list ("1620 or 1680");
+    with ``labels="letters"`` (or ``"numbers"``) each option is a line ``"A: 1620"`` and is
+    scored on the label's token ``option_prefix + "A"``. ``rotations`` shows every trial once
+    per cyclic rotation of its options, so that each value appears at each position (and
+    label) once and a preference for a position cancels in the averages. Templates default
+    to year questions ending in "Answer:"; ``{probe}`` and ``{options}`` are filled in.
+
     Returns a :class:`~geomlens.data.dataset.Dataset` with columns ``coordinate`` (the
-    probe's), ``options``, ``option_coordinates``, ``test`` and ``metric``.
+    probe's), ``options`` (the scored texts), ``option_coordinates``, ``test``, ``trial`` (the
+    drawn trial a prompt shows; rotations share it), ``labels`` and ``metric``.
     """
     from geomlens.data.dataset import Dataset
 
@@ -415,15 +451,21 @@ def choice_prompts(
         raise ValueError(f"{len(values)} values but {len(coordinates)} coordinates.")
     if not isinstance(metric, str):
         raise ValueError("choice_prompts records the metric by name; pass a metric string.")
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}; got {labels!r}.")
     if trials < 1 or not candidates or min(candidates) < 2 or max(candidates) + 1 > len(values):
         raise ValueError(
             f"Need trials >= 1 and 2 <= n <= {len(values) - 1} candidates for {len(values)} "
             f"values; got trials={trials}, candidates={list(candidates)}."
         )
+    defaults = _PLAIN_TEMPLATES if labels == "values" else _LABELLED_TEMPLATES
+    similarity_template = similarity_template or defaults[0]
+    identification_template = identification_template or defaults[1]
     rng = np.random.default_rng(seed)
     rows: dict[str, list[Any]] = {
-        k: [] for k in ("text", "coordinate", "options", "option_coordinates", "test")
+        k: [] for k in ("text", "coordinate", "options", "option_coordinates", "test", "trial")
     }
+    trial = 0
     for n in candidates:
         for test, template, drawn in (
             ("similarity", similarity_template, n + 1),
@@ -432,19 +474,31 @@ def choice_prompts(
             for _ in range(trials):
                 picked = rng.choice(len(values), drawn, replace=False)
                 probe = picked[0] if test == "similarity" else rng.choice(picked)
-                options = picked[1:] if test == "similarity" else picked
-                shown = [str(values[i]) for i in options]
-                rows["text"].append(
-                    template.format(probe=values[probe], options=_spoken_list(shown))
-                )
-                rows["coordinate"].append(coordinates[probe])
-                rows["options"].append([option_prefix + s for s in shown])
-                rows["option_coordinates"].append([coordinates[i] for i in options])
-                rows["test"].append(test)
+                options = list(picked[1:] if test == "similarity" else picked)
+                for shift in range(n if rotations else 1):
+                    shown = options[shift:] + options[:shift]
+                    text, scored = _render_options([str(values[i]) for i in shown], labels)
+                    rows["text"].append(template.format(probe=values[probe], options=text))
+                    rows["coordinate"].append(coordinates[probe])
+                    rows["options"].append([option_prefix + s for s in scored])
+                    rows["option_coordinates"].append([coordinates[i] for i in shown])
+                    rows["test"].append(test)
+                    rows["trial"].append(trial)
+                trial += 1
     columns = {k: _object_column(v) for k, v in rows.items() if k != "text"}
     columns["test"] = np.asarray(rows["test"])
+    columns["trial"] = np.asarray(rows["trial"])
+    columns["labels"] = np.asarray([labels] * len(rows["text"]))
     columns["metric"] = np.asarray([metric] * len(rows["text"]))
     return Dataset(texts=rows["text"], columns=columns)
+
+
+def _render_options(shown: list[str], labels: str) -> tuple[str, list[str]]:
+    """The options as the prompt writes them, and the texts whose tokens are scored."""
+    if labels == "values":
+        return _spoken_list(shown), shown
+    names = option_labels(labels, len(shown))
+    return "\n".join(f"{name}: {value}" for name, value in zip(names, shown)), names
 
 
 def first_names() -> list[str]:
