@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.tiny_models import MAX_POSITIONS, tiny_tokenizer
-from transformers import LlamaConfig, LlamaForCausalLM
+from helpers.tiny_models import tiny_llama
+from transformers import LlamaForCausalLM
 
 import geomlens as gl
 from geomlens.conformance import DEFAULT_PROMPTS, all_passed, check_adapter
@@ -26,21 +26,7 @@ def large_norm_llama() -> tuple[LlamaForCausalLM, object]:
     """A Llama wide enough (256) for batched and one-by-one matmuls to round differently, with
     its embeddings and every attention / MLP output projection scaled by 1e4: a residual stream
     in the thousands, as real LMs' massive activations are (SmolLM2's reach the hundreds)."""
-    tokenizer = tiny_tokenizer()
-    config = LlamaConfig(
-        hidden_size=256,
-        intermediate_size=768,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=MAX_POSITIONS,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
+    model, tokenizer = tiny_llama(hidden_size=256, intermediate_size=768)
     with torch.no_grad():
         model.get_input_embeddings().weight.mul_(SCALE)
         for layer in model.model.layers:

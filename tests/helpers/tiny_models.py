@@ -73,12 +73,15 @@ def tiny_gpt2(seed: int = 0) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
     return _seeded(GPT2LMHeadModel, config, seed), tokenizer
 
 
-def tiny_llama(seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32."""
+def tiny_llama(
+    seed: int = 0, hidden_size: int = 32, intermediate_size: int = 64
+) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32
+    (or ``hidden_size``)."""
     tokenizer = tiny_tokenizer()
     config = LlamaConfig(
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,

@@ -18,6 +18,7 @@ the model they need, so one default page answers both within the time budget.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,39 +34,90 @@ SECTION_FOLDER = "causal-lm"
 @dataclass(frozen=True)
 class SectionAnalysis:
     """One analysis of the section: its registered name, the options that make it the papers'
-    protocol on a causal LM, and the claim it measures (one sentence on the page)."""
+    protocol on a causal LM, the claim it measures (one sentence on the page), its data when
+    not the analysis's default (``data(adapter)``), and what is measured after it with the
+    same model (``after(adapter, result, quick)``: more metrics for its result)."""
 
     name: str
-    options: dict[str, Any]
+    options: Callable[[Any], dict[str, Any]]
     claim: str
+    data: Callable[[Any], Any] | None = None
+    after: Callable[[Any, Result, bool], dict[str, float]] | None = None
+
+
+def _spread_layers(adapter: Any, count: int) -> list[str]:
+    """``count`` residual sites spread evenly from the first block to the last (a 30-layer
+    model's every layer would cost the report minutes of fits and probes for little more)."""
+    last = adapter.n_layers - 1
+    layers = sorted({round(i * last / (count - 1)) for i in range(count)})
+    return [f"blocks.{layer}.hook_resid_post" for layer in layers]
+
+
+def _output_of_penultimate_and_last(adapter: Any) -> list[str]:
+    """Where seed 003 measures a linearised penultimate layer: its output and the last one's."""
+    return [
+        f"blocks.{adapter.n_layers - 2}.hook_resid_post",
+        f"blocks.{adapter.n_layers - 1}.hook_resid_post",
+    ]
+
+
+def _bilingual_concepts(adapter: Any) -> Any:
+    """Seed 003's concepts: a word's language across translation pairs (shipped)."""
+    from geomlens.data.concepts import bilingual_concepts
+
+    return bilingual_concepts()
+
+
+def _heldout_lm_loss(adapter: Any, result: Result, quick: bool) -> dict[str, float]:
+    """The linearisation's cost in next-token loss on held-out English paragraphs (the
+    analysis's own is on its concept words, one to three tokens each)."""
+    from geomlens.experiments.causal_lm import lm_loss_cost
+
+    linearization = result.tables["linearization"][0]
+    cost = lm_loss_cost(
+        adapter,
+        layers=list(linearization["layers"]),
+        mode=linearization["mode"],
+        texts=None if not quick else _heldout_paragraphs(4),
+    )
+    return {f"heldout.{key}": value for key, value in cost.items()}
+
+
+def _heldout_paragraphs(count: int) -> list[str]:
+    from geomlens.data.corpus import corpus_split
+
+    return corpus_split("heldout", count)
 
 
 #: The section's analyses, in page order.
 CAUSAL_LM_ANALYSES: tuple[SectionAnalysis, ...] = (
     SectionAnalysis(
         "similarity",
-        {"mode": "behavioural"},
+        lambda adapter: {"mode": "behavioural"},
         "Behavioural similarity: g(d) and the measured (p_S, p_I) from the model's own choices "
         "between labelled options (seed 000).",
     ),
     SectionAnalysis(
         "resolution",
-        {},
+        lambda adapter: {"site": _spread_layers(adapter, 6)},
         "Representational resolution of years: ε by layer and each layer's (p_S, p_I) against "
         "the universal front (seed 000).",
     ),
     SectionAnalysis(
         "sae-features",
-        {},
+        lambda adapter: {},
         "Feature explosion and the SSD generalisation bound from the model's real next-token "
         "logits, in both published forms, with the sample size N* where it stops being vacuous "
         "(seed 004).",
     ),
     SectionAnalysis(
         "linearization-effect",
-        {"mode": "identity"},
-        "The gated MLP of the penultimate layer linearised (φ(x) → x): α and CCGP before and "
-        "after, and the cost in next-token loss (seed 003).",
+        lambda adapter: {"mode": "identity", "site": _output_of_penultimate_and_last(adapter)},
+        "The gated MLP of the penultimate layer linearised (φ(x) → x) on the bilingual "
+        "concepts (a word's language across translation pairs): α and CCGP before and after, "
+        "and the cost in next-token loss on held-out English (heldout.lm_loss_*; seed 003).",
+        data=_bilingual_concepts,
+        after=_heldout_lm_loss,
     ),
 )
 
@@ -131,20 +183,29 @@ def run_section(
         section.unavailable = str(error).splitlines()[0]
         return section
     load_seconds = time.perf_counter() - started
-    analyses = [build_analysis(spec.name, quick, spec.options) for spec in CAUSAL_LM_ANALYSES]
+    planned = []
+    for spec in CAUSAL_LM_ANALYSES:
+        analysis = build_analysis(spec.name, quick, spec.options(adapter))
+        planned.append((analysis, spec.data(adapter)) if spec.data else analysis)
     section.outcomes, passes = run_analyses(
         adapter,
-        analyses,
+        planned,
         quick=quick,
         batch_size=batch_size or REPORT_BATCH_SIZE,
         max_length=max_length,
         seed=seed,
         progress=progress,
     )
+    for spec, outcome in zip(CAUSAL_LM_ANALYSES, section.outcomes):
+        if spec.after is not None and outcome.result is not None:
+            try:
+                outcome.result.metrics.update(spec.after(adapter, outcome.result, quick))
+            except Exception as error:  # the analysis's own numbers still stand
+                outcome.error = f"after {spec.name}: {type(error).__name__}: {error}"
     section.provenance = {
         "model": adapter.describe(),
         "device": str(adapter.device),
-        "analyses": {spec.name: spec.options for spec in CAUSAL_LM_ANALYSES},
+        "analyses": {spec.name: spec.options(adapter) for spec in CAUSAL_LM_ANALYSES},
         "passes": pass_records(passes),
         "load_seconds": round(load_seconds, 2),
         "run_seconds": round(time.perf_counter() - started, 2),

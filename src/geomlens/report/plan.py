@@ -141,23 +141,36 @@ def build_analysis(name: str, quick: bool, options: dict[str, Any] | None = None
     return cls(**{**cheaper, **(options or {})})
 
 
-def plan_passes(
-    adapter: Adapter, names: Sequence[str | Analysis], *, quick: bool = False
-) -> tuple[list[ReportPass], list[PlanFailure]]:
-    """Group the analyses by their default data; one :class:`ReportPass` per distinct data set.
+#: What the report plans: an analysis name (default config, default data), an analysis built
+#: with options (its default data), or an analysis with the data it runs on.
+PlannedAnalysis = str | Analysis | tuple[Analysis, Any]
 
-    ``names``: analysis names (built with their default config), or analyses already built
-    with options (the causal-LM section's). An analysis whose construction or data fails is
-    returned as a :class:`PlanFailure` (the report shows the error) rather than stopping the
-    others.
+
+def planned_name(item: PlannedAnalysis) -> str:
+    analysis = item[0] if isinstance(item, tuple) else item
+    return analysis.name if isinstance(analysis, Analysis) else analysis
+
+
+def plan_passes(
+    adapter: Adapter, names: Sequence[PlannedAnalysis], *, quick: bool = False
+) -> tuple[list[ReportPass], list[PlanFailure]]:
+    """Group the analyses by their data; one :class:`ReportPass` per distinct data set.
+
+    ``names``: analysis names (built with their default config, run on their default data),
+    analyses already built with options, or (analysis, data) pairs (the causal-LM section's).
+    An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
+    report shows the error) rather than stopping the others.
     """
     passes: dict[str, ReportPass] = {}
     failures: list[PlanFailure] = []
     for item in names:
-        name = item.name if isinstance(item, Analysis) else item
+        name = planned_name(item)
+        analysis, data = item if isinstance(item, tuple) else (item, None)
         try:
-            analysis = item if isinstance(item, Analysis) else build_analysis(item, quick)
-            data: Any = analysis.default_data(adapter)
+            if not isinstance(analysis, Analysis):
+                analysis = build_analysis(analysis, quick)
+            if data is None:
+                data = analysis.default_data(adapter)
             dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
         except Exception as error:  # one analysis's bad data must not stop the report
             failures.append(PlanFailure(name, f"{type(error).__name__}: {error}"))

@@ -19,11 +19,16 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from geomlens.analyses.base import Analysis
 from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.registry import analysis_class
 from geomlens.report.causal_lm import CausalLMSection, run_section, section_model
-from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
+from geomlens.report.plan import (
+    PlannedAnalysis,
+    ReportPass,
+    builtin_analyses,
+    plan_passes,
+    planned_name,
+)
 from geomlens.results import Result
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
@@ -113,7 +118,7 @@ def _run_pass(
 
 def run_analyses(
     adapter: Any,
-    names: Sequence[str | Analysis],
+    names: Sequence[PlannedAnalysis],
     *,
     quick: bool = False,
     batch_size: int = REPORT_BATCH_SIZE,
@@ -122,7 +127,7 @@ def run_analyses(
     progress: bool = True,
 ) -> tuple[list[Outcome], list[ReportPass]]:
     """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order
-    (names, or analyses built with options: see :func:`plan_passes`)."""
+    (names, analyses built with options, or (analysis, data): see :func:`plan_passes`)."""
     passes, failures = plan_passes(adapter, names, quick=quick)
     run_options = {
         "batch_size": batch_size,
@@ -147,7 +152,7 @@ def run_analyses(
                 )
             ]
         outcomes.update({o.name: o for o in done})
-    order = [item.name if isinstance(item, Analysis) else item for item in names]
+    order = [planned_name(item) for item in names]
     return [outcomes[name] for name in order if name in outcomes], passes
 
 
