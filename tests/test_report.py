@@ -245,12 +245,24 @@ def test_the_default_report_has_a_causal_lm_section_on_smollm2(quick_report):
         source["origin"] == "gguf" and source["upstream"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     )
     results = section.results
-    # The SSD bound from the model's real logits, in both forms, with N*.
+    # (p_S, p_I) measured from the model's own choices, with intervals.
+    choices = results["similarity"].metrics
+    for name in ("p_similarity", "p_identification"):
+        low, value, high = (
+            choices[f"logits.{name}_n2{end}"] for end in ("_ci_low", "", "_ci_high")
+        )
+        assert 0 <= low <= value <= high <= 1
+    # The SSD bound from the model's real logits, in both forms, with N* (vacuous or not).
     bound = results["sae-features"].metrics
-    assert any(k.endswith(".risk") and math.isfinite(v) for k, v in bound.items())
+    site = next(k for k in bound if k.endswith(".risk")).removesuffix(".risk")
+    assert math.isfinite(bound[f"{site}.risk"]) and bound[f"{site}.heldout_sequences"] > 0
+    for form in ("pool", "released"):
+        assert math.isfinite(bound[f"{site}.bound.{form}"])
+        assert bound[f"{site}.n_star.{form}"] > 0  # inf when the bound never gets below log2 V
     # The gated MLP linearised, with its cost in next-token loss.
     linearised = results["linearization-effect"].metrics
-    assert math.isfinite(linearised["fidelity.lm_loss_change"])
+    assert math.isfinite(linearised["heldout.lm_loss_change"]) and linearised["heldout.tokens"] > 0
+    assert math.isfinite(linearised["summary.alpha_base"])
     assert results["linearization-effect"].tables["linearization"][0]["where"]
     page = quick_report.index.read_text()
     assert 'id="causal-lm"' in page and "causal-lm/linearization-effect.png" in page
