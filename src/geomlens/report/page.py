@@ -40,6 +40,7 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
     section: dict[str, Any] = {
         "name": outcome.name,
         "anchor": prefix.replace("/", "-") + outcome.name,
+        "claim": "",  # the causal-LM section's sentence on what the analysis measures
         "error": outcome.error,
         "rows": outcome.rows,
         "full_rows": outcome.full_rows,
