@@ -8,10 +8,18 @@ as one-by-one runs, whether the residual-stream sites equal the model's own
 sites add up (``resid_pre + attn_out = resid_mid``, ``resid_mid + mlp_out = resid_post`` for a
 sequential block; ``resid_pre + attn_out + mlp_out = resid_post`` for a parallel one). Each
 failing site is named with its error. See docs/architectures.md.
+
+Every comparison is relative to the activations' scale: max |a − b| divided by the largest
+|value| compared (:func:`relative_gap`), against one tolerance ``rtol`` that the report prints.
+float32 round-off grows with the size of the numbers summed, so an absolute threshold that
+suits a small model fails a right site of a model whose residual stream is large (SmolLM2's
+reaches the hundreds), while a wrong site (swapped, positions shifted) is off by the order of
+the values themselves, far above any tolerance.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,11 +104,23 @@ def _dataset(adapter: Adapter, prompts: Sequence[str]) -> Dataset:
     return Dataset(token_ids=[list(row) for row in DEFAULT_TOKEN_IDS])
 
 
+def relative_gap(ours: torch.Tensor, reference: torch.Tensor, *terms: torch.Tensor) -> float:
+    """max |ours − reference| / scale, the scale being the largest |value| of ``reference`` and
+    of ``terms`` (the summands, where ``reference`` is a sum: round-off grows with them). 0 when
+    both are exactly 0."""
+    ours, reference = ours.detach().float().cpu(), reference.detach().float().cpu()
+    if ours.shape != reference.shape:
+        return float("inf")
+    scale = max([reference.abs().max().item(), *(t.detach().abs().max().item() for t in terms)])
+    gap = (ours - reference).abs().max().item() if reference.numel() else 0.0
+    return gap / scale if scale > 0 else (0.0 if gap == 0 else float("inf"))
+
+
 def _padding_errors(
     adapter: Adapter, dataset: Dataset, sites: list[str], side: str
 ) -> dict[str, float]:
-    """Per site, |batched − one-by-one| / max|one-by-one| at real tokens (relative: float32 sums
-    of large activations reorder differently with padding)."""
+    """Per site, the relative gap (:func:`relative_gap`) between the batched activations at
+    real tokens and the example run alone."""
     index = np.arange(len(dataset))
     batched_inputs = adapter.encode(dataset, index, padding_side=side)
     batched = adapter.capture(batched_inputs, sites)
@@ -109,10 +129,8 @@ def _padding_errors(
         single = adapter.capture(adapter.encode(dataset, np.array([row])), sites)
         mask = batched_inputs.attention_mask[row].bool()
         for site in sites:
-            together = batched[site][row][mask.to(batched[site].device)].float()
-            alone = single[site][0].float()
-            scale = alone.abs().max().clamp(min=1.0)
-            worst[site] = max(worst[site], ((together - alone).abs().max() / scale).item())
+            together = batched[site][row][mask.to(batched[site].device)]
+            worst[site] = max(worst[site], relative_gap(together, single[site][0]))
     return worst
 
 
@@ -150,9 +168,10 @@ def hidden_state_errors(
     activations: dict[str, torch.Tensor],
     reference: torch.nn.Module | None = None,
 ) -> dict[str, float] | str:
-    """Per residual site, max |site − the model's own hidden state| at real tokens: block ``L``'s
-    ``resid_pre`` against hidden state ``L`` and ``resid_post`` against ``L + 1`` (the last
-    block's output is left out: most models normalise it before reporting it). A string says why
+    """Per residual site, the relative gap (:func:`relative_gap`) between the site and the model's
+    own hidden state at real tokens, worst example: block ``L``'s ``resid_pre`` against hidden
+    state ``L`` and ``resid_post`` against ``L + 1`` (the last block's output is left out: most
+    models normalise it before reporting it). A string says why
     there is no reference. ``reference``: the module to compare with (default: the adapter's own
     Hugging Face module, see :func:`reference_model`)."""
     model = reference if reference is not None else reference_model(adapter)
@@ -171,21 +190,18 @@ def hidden_state_errors(
             return f"the model returns {len(hidden)} hidden states for {n_layers} blocks"
         mask = inputs.attention_mask[row].bool()
         for site, index in targets.items():
-            ours = activations[site][row][mask.to(activations[site].device)].float().cpu()
-            theirs = hidden[index][0].float().cpu()
-            if ours.shape != theirs.shape:
-                errors[site] = float("inf")
-                continue
-            errors[site] = max(errors[site], (ours - theirs).abs().max().item())
+            ours = activations[site][row][mask.to(activations[site].device)]
+            errors[site] = max(errors[site], relative_gap(ours, hidden[index][0]))
     return errors
 
 
 def additivity_errors(
     adapter: Adapter, inputs: ModelInputs, activations: dict[str, torch.Tensor]
 ) -> dict[str, float]:
-    """Per checked site, max |sum of its parts − the site| at real tokens, keyed by the site the
-    sum should equal (resid_mid, resid_post). Post-LayerNorm blocks normalise the sums, so they
-    are not checked."""
+    """Per checked site, the relative gap (:func:`relative_gap`, scaled by the largest of the
+    parts and the site) between the sum of its parts and the site at real tokens, keyed by the
+    site the sum should equal (resid_mid, resid_post). Post-LayerNorm blocks normalise the sums,
+    so they are not checked."""
     layout = getattr(adapter, "residual_layout", lambda: None)()
     if layout not in ("sequential", "parallel"):
         return {}
@@ -194,8 +210,8 @@ def additivity_errors(
 
     def gap(parts: list[str], total: str) -> None:
         if all(p in activations for p in [*parts, total]):
-            summed = sum(activations[p][mask].float() for p in parts)
-            errors[total] = (summed - activations[total][mask].float()).abs().max().item()
+            terms = [activations[p][mask].float() for p in parts]
+            errors[total] = relative_gap(sum(terms), activations[total][mask], *terms)
 
     for layer in range(adapter.n_layers):
         site = f"blocks.{layer}."
@@ -226,14 +242,25 @@ def check_adapter(
     adapter: Adapter,
     prompts: Sequence[str] = DEFAULT_PROMPTS,
     rtol: float = 1e-5,
-    atol: float = 1e-4,
+    atol: float | None = None,
 ) -> list[Check]:
     """Run the conformance checks; one :class:`Check` per site, then whole-model checks.
 
-    ``rtol``: relative tolerance of the padding check; ``atol``: tolerance of the comparisons
-    with the model's own hidden states and of the sub-layer sums (float32 round-off of a
-    model's sums is far below it; a wrong position or a swapped site is far above).
+    ``rtol``: the tolerance of every comparison (padded vs one-by-one, the model's own hidden
+    states, the sub-layer sums), relative to the activations' scale (:func:`relative_gap`):
+    float32 round-off of a right site is ~1e-7 of it, a wrong position or a swapped site is of
+    the order of the values. ``atol`` is deprecated (it was an absolute tolerance for the hidden
+    states and sums, which failed right sites of models with a large residual stream); when
+    given it is used as their relative tolerance.
     """
+    if atol is not None:
+        warnings.warn(
+            "check_adapter(atol=...) is deprecated: every comparison is relative now; pass rtol. "
+            "atol is used as the relative tolerance of the hidden-state and sum checks.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    state_rtol = rtol if atol is None else atol
     if adapter.backend == "recorded":
         raise ValueError(
             "geomlens check compares a model's forward pass with itself and with Hugging Face; "
@@ -285,16 +312,20 @@ def check_adapter(
             )
         if isinstance(hidden, dict) and site in hidden:
             facts.append(f"own hidden state {hidden[site]:.0e}")
-            if hidden[site] > atol:
+            if hidden[site] > state_rtol:
                 layer = layer_of(site) or 0
                 index = layer if site.endswith("resid_pre") else layer + 1
                 problems.append(
-                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g}"
+                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
+                    f"of its scale (tolerance {state_rtol:.0e})"
                 )
         if site in sums:
             facts.append(f"sum of parts {sums[site]:.0e}")
-            if sums[site] > atol:
-                problems.append(f"is not the sum of its parts (off by {sums[site]:.2g})")
+            if sums[site] > state_rtol:
+                problems.append(
+                    f"is not the sum of its parts (off by {sums[site]:.2g} of their scale; "
+                    f"tolerance {state_rtol:.0e})"
+                )
         checks.append(Check(site, not problems, "; ".join(problems or facts), site))
 
     failing = [c.site for c in checks if not c.passed]
@@ -312,15 +343,27 @@ def check_adapter(
     if isinstance(hidden, str):
         checks.append(Check("own hidden states", True, f"not compared: {hidden}"))
     else:
-        bad = {s: e for s, e in hidden.items() if e > atol}
+        bad = {s: e for s, e in hidden.items() if e > state_rtol}
         checks.append(
             Check(
                 "own hidden states",
                 not bad,
-                f"{len(hidden)} residual sites equal output_hidden_states within {atol:.0e} "
-                f"(worst {max(hidden.values(), default=0.0):.1e})"
+                f"{len(hidden)} residual sites equal output_hidden_states: max |site − hidden| / "
+                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (tolerance "
+                f"{state_rtol:.0e})"
                 if not bad
-                else "differ: " + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+                else f"differ (relative to max|hidden|; tolerance {state_rtol:.0e}): "
+                + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+            )
+        )
+    if sums:
+        worst_sum = max(sums, key=sums.get)
+        checks.append(
+            Check(
+                "sub-layer sums",
+                sums[worst_sum] <= state_rtol,
+                f"max |sum of parts − site| / max|part or site| = {sums[worst_sum]:.1e} at "
+                f"{worst_sum} (tolerance {state_rtol:.0e})",
             )
         )
     checks.append(_refusal_check(adapter))
@@ -353,4 +396,5 @@ __all__ = [
     "expected_widths",
     "failures",
     "hidden_state_errors",
+    "relative_gap",
 ]

@@ -156,7 +156,13 @@ class Adapter(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Provenance recorded in every result (model id, backend, numerics mode, …)."""
-        return {"model_id": self.model_id, "backend": self.backend, "n_layers": self.n_layers}
+        info = {"model_id": self.model_id, "backend": self.backend, "n_layers": self.n_layers}
+        # Where gl.load found the weights, when a name stood for more than a folder (the
+        # embedded causal LMs: a package's GGUF, dequantised, or the hub's original).
+        source = getattr(self, "model_source", None)
+        if source:
+            info["model_source"] = source
+        return info
 
     # -- inputs and the forward pass -----------------------------------------------------------
     def encode(
