@@ -28,6 +28,10 @@ from geomlens.report.plan import builtin_analyses, quick_subset
 from geomlens.report.readings import HEADLINES, read
 from geomlens.theory import resolution
 
+# Every test of this module on one worker: the quick report (MiniLM and the causal-LM section on
+# SmolLM2) is built once per module, so one worker builds it once.
+pytestmark = pytest.mark.xdist_group("quick_report")
+
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
