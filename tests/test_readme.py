@@ -16,7 +16,8 @@ Conventions the README keeps (README authors: see the notes here):
   ``.ci/run`` runs, verbatim, and not run again from inside the suite. Every other command runs
   with this environment's ``geomlens``.
 - Indented blocks (4 spaces) are synopses with placeholders and are not run.
-- Stand-ins: a hub model named in a block (``from_pretrained("gpt2")``, ``--model gpt2``,
+- The bundled MiniLM and the embedded causal LMs (``smollm2-135m-instruct``, ``gemma-3-270m``)
+  run as written. Stand-ins: a hub model named in a block (``from_pretrained("gpt2")``, ``--model gpt2``,
   ``gl.load("gpt2")``) runs with a tiny 6-layer GPT-2 saved to a folder
   (``HookedTransformer.from_pretrained(...)`` with a tiny 6-layer HookedTransformer);
   ``geomlens report`` runs with ``--quick`` (the full report is measured, not run in the
@@ -77,7 +78,11 @@ def readme_blocks() -> list[tuple[str, str]]:
 
 
 def is_hub_name(name: str) -> bool:
-    return name not in BUNDLED_NAMES and not Path(name).exists()
+    """A name that would need the hub (the bundled MiniLM and the embedded causal LMs load
+    offline, so they run as written)."""
+    from geomlens.hooks.embedded_lms import embedded_lm
+
+    return name not in BUNDLED_NAMES and embedded_lm(name) is None and not Path(name).exists()
 
 
 def with_stand_ins(code: str, standin_folder: Path) -> str:

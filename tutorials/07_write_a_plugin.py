@@ -23,6 +23,7 @@ NAME = "participation"  # the analysis name of the new plugin
 WORKDIR = None  # where to write it; None: a temporary folder
 
 # %%
+import os
 import subprocess
 import sys
 import tempfile
@@ -96,14 +97,15 @@ print(fused[NAME], gl.analysis_class(NAME).reading(fused[NAME]))
 
 # %% [markdown]
 # The generated tests show the patterns to keep: planted data on recorded arrays, a numpy
-# reference fed in the same pass, merge of halves via `stream(rows=...)`, and the entry point
-# seen from a fresh process. Run one of them here:
+# reference fed in the same pass, the analysis contract (`geomlens.testing.check_analysis`), and
+# the entry point seen from a fresh process. Run one of them here:
 
 # %%
 tested = subprocess.run(
     [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "planted"],
     cwd=root, capture_output=True, text=True,
-    env={**__import__("os").environ, "PYTHONPATH": str(target)},
+    # The plugin, and the geomlens this tutorial runs on (ahead of an installed one).
+    env={**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(Path(gl.__file__).parents[1])])},
 )  # fmt: skip
 print(tested.stdout[-300:])
 assert tested.returncode == 0

@@ -16,7 +16,7 @@ def fmt(value: Any, digits: int = 2, *, integer: bool = False) -> str:
     """A number as quoted in the docs ('—' for a missing one)."""
     if not finite(value):
         return "—"
-    text = f"{value:.0f}" if integer else f"{value:.{digits}f}"
+    text = f"{value:,.0f}" if integer else f"{value:.{digits}f}"
     return text.replace("-", "−")  # a typographic minus
 
 

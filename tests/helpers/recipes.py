@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from geomlens.registry import analysis_class, list_analyses
+from geomlens.analyses.catalog import builtin_analyses
+
+__all__ = ["RECIPES", "assert_same_results", "builtin_analyses", "corpus_rows"]
 
 MALE = ("king", "man", "boy")
 FEMALE = ("queen", "woman", "girl")
@@ -118,11 +120,6 @@ RECIPES: dict[str, Recipe] = {
     "resolution": Recipe(coordinate_rows, {"bootstrap": 20}),
     "sae-features": Recipe(condition_rows, built_options=tiny_sae),
 }
-
-
-def builtin_analyses() -> list[str]:
-    """Registered analyses that ship with geomlens (plugins excluded)."""
-    return [n for n in list_analyses() if analysis_class(n).__module__.startswith("geomlens.")]
 
 
 def assert_same_results(got: Any, expected: Any, tolerance: float = 1e-6) -> None:

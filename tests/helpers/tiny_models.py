@@ -74,14 +74,17 @@ def tiny_gpt2(seed: int = 0) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
 
 
 def tiny_llama(
-    seed: int = 0, tokenizer: PreTrainedTokenizerFast | None = None
+    seed: int = 0,
+    tokenizer: PreTrainedTokenizerFast | None = None,
+    hidden_size: int = 32,
+    intermediate_size: int = 64,
 ) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32;
-    over ``tokenizer`` when given (its vocabulary sizes the model)."""
+    """Llama (rotary positions, RMSNorm, gated SiLU MLP, grouped KV heads): 2 layers, width 32
+    (or ``hidden_size``); over ``tokenizer`` when given (its vocabulary sizes the model)."""
     tokenizer = tokenizer or tiny_tokenizer()
     config = LlamaConfig(
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,

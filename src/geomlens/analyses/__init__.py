@@ -1,6 +1,6 @@
-"""Built-in analyses. Importing this package registers them."""
+"""Built-in analyses (declared in :data:`geomlens.analyses.registry.BUILTINS`) and the base class."""
 
-from geomlens.analyses import (  # noqa: F401  (importing a module registers its analyses)
+from geomlens.analyses import (  # noqa: F401  (geomlens.analyses.similarity, … stay attributes)
     abstraction,
     activation_stats,
     ccgp,

@@ -37,7 +37,6 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
     task_rng,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 #: Per-task columns averaged into ``<site>.<column>`` (the interval and the null's 95th
@@ -126,9 +125,10 @@ def site_alpha_metrics(
     return metrics
 
 
-@register_analysis("abstraction")
 class Abstraction(ConceptAnalysis):
     """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
+
+    name = "abstraction"
 
     Config = AbstractionConfig
     config: AbstractionConfig

@@ -13,7 +13,6 @@ from typing import Any
 import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
-from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import Adapter
 from geomlens.results import Result
 from geomlens.stats import StreamingMoments
@@ -32,9 +31,10 @@ class ActivationStatsConfig(AnalysisConfig):
     )
 
 
-@register_analysis("activation-stats", aliases=("activation_stats", "stats"))
 class ActivationStats(Analysis):
     """Streaming per-dimension moments at each site."""
+
+    name = "activation-stats"
 
     Config = ActivationStatsConfig
     config: ActivationStatsConfig
@@ -47,7 +47,7 @@ class ActivationStats(Analysis):
     def sites(self, adapter: Adapter) -> list[str]:
         site = self.config.site
         if site is None:
-            defaults = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
+            defaults = adapter.residual_sites()
             return defaults or adapter.sites()
         return [site] if isinstance(site, str) else list(site)
 

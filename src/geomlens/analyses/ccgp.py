@@ -31,7 +31,6 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
 )
 from geomlens.analyses.probe_scores import ccgp_scores
-from geomlens.analyses.registry import register_analysis
 from geomlens.results import Result
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy", "mixed_context_accuracy")
@@ -86,9 +85,10 @@ def plot_ccgp(axis: Any, rows: list[dict]) -> None:
     axis.set_ylabel("probe accuracy")
 
 
-@register_analysis("ccgp")
 class CCGP(ConceptAnalysis):
     """Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy."""
+
+    name = "ccgp"
 
     Config = CCGPConfig
     config: CCGPConfig

@@ -50,7 +50,7 @@ class ConceptConfig(AnalysisConfig):
 def concept_sites(config: ConceptConfig, adapter: Adapter) -> list[str]:
     """The configured sites, or the layer sweep of ``hook_resid_post``."""
     if config.site is None:
-        sweep = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
+        sweep = adapter.residual_sites()
         return sweep or adapter.sites()
     return [config.site] if isinstance(config.site, str) else list(config.site)
 

@@ -37,7 +37,6 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
     task_rng,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
 from geomlens.hooks.linearize import (
     MODES,
@@ -83,9 +82,10 @@ def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, 
     return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
-@register_analysis("linearization-effect", aliases=("linearization_effect",))
 class LinearizationEffect(Analysis):
     """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
+
+    name = "linearization-effect"
 
     Config = LinearizationEffectConfig
     config: LinearizationEffectConfig

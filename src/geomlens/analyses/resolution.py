@@ -39,7 +39,6 @@ from geomlens.analyses.profile_fits import (
     fit_family,
     fitted_g,
 )
-from geomlens.analyses.registry import register_analysis
 from geomlens.analyses.similarity import (
     Similarity,
     SimilarityConfig,
@@ -204,13 +203,14 @@ class ResolutionConfig(SimilarityConfig):
             raise ValueError("confidence must be in (0, 1) and bootstrap >= 0.")
 
 
-@register_analysis("resolution")
 class Resolution(Similarity):
     """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
 
     Families: step, linear, exponential, Gaussian; the empirical and the fitted g's (p_S, p_I)
     are placed against the universal front (see the module docstring).
     """
+
+    name = "resolution"
 
     Config = ResolutionConfig
     config: ResolutionConfig

@@ -28,7 +28,6 @@ import numpy as np
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
-from geomlens.analyses.registry import register_analysis
 from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.stimuli import Metric, parse_metric, years
 from geomlens.formatting import distance_unit
@@ -112,9 +111,10 @@ class SiteSimilarity:
     across_texts: AcrossTexts | None = None
 
 
-@register_analysis("similarity")
 class Similarity(Analysis):
     """The similarity function g(d) of a model's representations (or choices) over stimuli."""
+
+    name = "similarity"
 
     Config = SimilarityConfig
     config: SimilarityConfig
@@ -138,7 +138,7 @@ class Similarity(Analysis):
                     "head. Use a causal LM, or mode='representational'."
                 )
             return [LOGITS_SITE]
-        defaults = [s for s in adapter.sites() if s.endswith("hook_resid_post")]
+        defaults = adapter.residual_sites()
         return defaults or adapter.sites()
 
     def required_columns(self) -> tuple[str, ...]:

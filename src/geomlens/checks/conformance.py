@@ -8,10 +8,18 @@ as one-by-one runs, whether the residual-stream sites equal the model's own
 sites add up (``resid_pre + attn_out = resid_mid``, ``resid_mid + mlp_out = resid_post`` for a
 sequential block; ``resid_pre + attn_out + mlp_out = resid_post`` for a parallel one). Each
 failing site is named with its error. See docs/architectures.md.
+
+Every comparison is relative to the activations' scale: max |a − b| divided by the largest
+|value| compared (:func:`relative_gap`), against one tolerance ``rtol`` that the report prints.
+float32 round-off grows with the size of the numbers summed, so an absolute threshold that
+suits a small model fails a right site of a model whose residual stream is large (SmolLM2's
+reaches the hundreds), while a wrong site (swapped, positions shifted) is off by the order of
+the values themselves, far above any tolerance.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +29,12 @@ import torch
 
 from geomlens.data.dataset import Dataset
 from geomlens.hooks.base import EMBED_SITE, LOGITS_SITE, Adapter, canonical_sites, layer_of
+from geomlens.hooks.config_fields import (
+    EMBED_WIDTH_FIELDS,
+    MLP_WIDTH_FIELDS,
+    RESIDUAL_WIDTH_FIELDS,
+    first_field,
+)
 from geomlens.hooks.inputs import ModelInputs
 
 DEFAULT_PROMPTS = (
@@ -33,9 +47,9 @@ DEFAULT_TOKEN_IDS = ([1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12])
 
 #: Config fields naming the residual width, the MLP hidden width and the embedding width, in the
 #: spellings of the Hugging Face families (first one set wins).
-D_MODEL_FIELDS = ("hidden_size", "n_embd", "d_model", "dim")
-D_MLP_FIELDS = ("intermediate_size", "ffn_dim", "d_ff", "hidden_dim", "ffn_hidden_size", "n_inner")
-EMBED_FIELDS = ("embedding_size",)
+D_MODEL_FIELDS = RESIDUAL_WIDTH_FIELDS
+D_MLP_FIELDS = MLP_WIDTH_FIELDS
+EMBED_FIELDS = EMBED_WIDTH_FIELDS
 
 
 @dataclass
@@ -49,18 +63,10 @@ class Check:
     site: str | None = None
 
 
-def _first_field(config: Any, names: Sequence[str]) -> int | None:
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
 def expected_widths(adapter: Adapter) -> dict[str, int]:
     """The width each kind of site must have, from the model's config (kinds left out are not
     checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
-    model = getattr(adapter, "model", None)
+    model = adapter.model
     cfg = getattr(model, "cfg", None)  # TransformerLens
     original = getattr(model, "original_model", None)  # a TransformerBridge's Hugging Face model
     if cfg is not None and isinstance(original, torch.nn.Module) and hasattr(original, "config"):
@@ -72,21 +78,21 @@ def expected_widths(adapter: Adapter) -> dict[str, int]:
         if getattr(cfg, "d_mlp", None):
             widths["d_mlp"] = cfg.d_mlp
         return widths
-    return _hf_widths(getattr(adapter, "config", None), model)
+    return _hf_widths(adapter.config, model)
 
 
 def _hf_widths(config: Any, model: Any) -> dict[str, int]:
     """:func:`expected_widths` from a Hugging Face config (and the model's output head)."""
-    d_model = _first_field(config, D_MODEL_FIELDS)
+    d_model = first_field(config, D_MODEL_FIELDS)
     if d_model is None:
         return {}
-    widths = {"d_model": d_model, "embed": _first_field(config, EMBED_FIELDS) or d_model}
+    widths = {"d_model": d_model, "embed": first_field(config, EMBED_FIELDS) or d_model}
     if getattr(config, "model_type", None) == "mpt":
         # transformers' MptMLP is 4 * d_model wide whatever the config's expansion_ratio (or a
         # stray intermediate_size) says.
         d_mlp: int | None = 4 * d_model
     else:
-        d_mlp = _first_field(config, D_MLP_FIELDS)
+        d_mlp = first_field(config, D_MLP_FIELDS)
     if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):
         d_mlp = 4 * d_model  # GPT-2-style configs leave n_inner unset for 4 * d_model
     if d_mlp is not None:
@@ -111,11 +117,23 @@ def _dataset(adapter: Adapter, prompts: Sequence[str]) -> Dataset:
     return Dataset(token_ids=[list(row) for row in DEFAULT_TOKEN_IDS])
 
 
+def relative_gap(ours: torch.Tensor, reference: torch.Tensor, *terms: torch.Tensor) -> float:
+    """max |ours − reference| / scale, the scale being the largest |value| of ``reference`` and
+    of ``terms`` (the summands, where ``reference`` is a sum: round-off grows with them). 0 when
+    both are exactly 0."""
+    ours, reference = ours.detach().float().cpu(), reference.detach().float().cpu()
+    if ours.shape != reference.shape:
+        return float("inf")
+    scale = max([reference.abs().max().item(), *(t.detach().abs().max().item() for t in terms)])
+    gap = (ours - reference).abs().max().item() if reference.numel() else 0.0
+    return gap / scale if scale > 0 else (0.0 if gap == 0 else float("inf"))
+
+
 def _padding_errors(
     adapter: Adapter, dataset: Dataset, sites: list[str], side: str
 ) -> dict[str, float]:
-    """Per site, |batched − one-by-one| / max|one-by-one| at real tokens (relative: float32 sums
-    of large activations reorder differently with padding)."""
+    """Per site, the relative gap (:func:`relative_gap`) between the batched activations at
+    real tokens and the example run alone."""
     index = np.arange(len(dataset))
     batched_inputs = adapter.encode(dataset, index, padding_side=side)
     batched = adapter.capture(batched_inputs, sites)
@@ -124,10 +142,8 @@ def _padding_errors(
         single = adapter.capture(adapter.encode(dataset, np.array([row])), sites)
         mask = batched_inputs.attention_mask[row].bool()
         for site in sites:
-            together = batched[site][row][mask.to(batched[site].device)].float()
-            alone = single[site][0].float()
-            scale = alone.abs().max().clamp(min=1.0)
-            worst[site] = max(worst[site], ((together - alone).abs().max() / scale).item())
+            together = batched[site][row][mask.to(batched[site].device)]
+            worst[site] = max(worst[site], relative_gap(together, single[site][0]))
     return worst
 
 
@@ -200,9 +216,10 @@ def hidden_state_errors(
     activations: dict[str, torch.Tensor],
     reference: torch.nn.Module | None = None,
 ) -> dict[str, float] | str:
-    """Per residual site, max |site − the model's own hidden state| at real tokens: block ``L``'s
-    ``resid_pre`` against hidden state ``L`` and ``resid_post`` against ``L + 1`` (the last
-    block's output is left out: most models normalise it before reporting it). A string says why
+    """Per residual site, the relative gap (:func:`relative_gap`) between the site and the model's
+    own hidden state at real tokens, worst example: block ``L``'s ``resid_pre`` against hidden
+    state ``L`` and ``resid_post`` against ``L + 1`` (the last block's output is left out: most
+    models normalise it before reporting it). A string says why
     there is no reference. ``reference``: the module to compare with (default: the adapter's own
     Hugging Face module, see :func:`reference_model`)."""
     model = reference if reference is not None else reference_model(adapter)
@@ -224,21 +241,18 @@ def hidden_state_errors(
             return f"the model returns {len(hidden)} hidden states for {n_layers} blocks"
         mask = inputs.attention_mask[row].bool()
         for site, index in targets.items():
-            ours = activations[site][row][mask.to(activations[site].device)].float().cpu()
-            theirs = hidden[index][0].float().cpu()
-            if ours.shape != theirs.shape:
-                errors[site] = float("inf")
-                continue
-            errors[site] = max(errors[site], (ours - theirs).abs().max().item())
+            ours = activations[site][row][mask.to(activations[site].device)]
+            errors[site] = max(errors[site], relative_gap(ours, hidden[index][0]))
     return errors
 
 
 def additivity_errors(
     adapter: Adapter, inputs: ModelInputs, activations: dict[str, torch.Tensor]
 ) -> dict[str, float]:
-    """Per checked site, max |sum of its parts − the site| at real tokens, keyed by the site the
-    sum should equal (resid_mid, resid_post). Post-LayerNorm blocks normalise the sums, so they
-    are not checked."""
+    """Per checked site, the relative gap (:func:`relative_gap`, scaled by the largest of the
+    parts and the site) between the sum of its parts and the site at real tokens, keyed by the
+    site the sum should equal (resid_mid, resid_post). Post-LayerNorm blocks normalise the sums,
+    so they are not checked."""
     layout = getattr(adapter, "residual_layout", lambda: None)()
     if layout not in ("sequential", "parallel"):
         return {}
@@ -247,8 +261,8 @@ def additivity_errors(
 
     def gap(parts: list[str], total: str) -> None:
         if all(p in activations for p in [*parts, total]):
-            summed = sum(activations[p][mask].float() for p in parts)
-            errors[total] = (summed - activations[total][mask].float()).abs().max().item()
+            terms = [activations[p][mask].float() for p in parts]
+            errors[total] = relative_gap(sum(terms), activations[total][mask], *terms)
 
     for layer in range(adapter.n_layers):
         site = f"blocks.{layer}."
@@ -279,14 +293,25 @@ def check_adapter(
     adapter: Adapter,
     prompts: Sequence[str] = DEFAULT_PROMPTS,
     rtol: float = 1e-5,
-    atol: float = 1e-4,
+    atol: float | None = None,
 ) -> list[Check]:
     """Run the conformance checks; one :class:`Check` per site, then whole-model checks.
 
-    ``rtol``: relative tolerance of the padding check; ``atol``: tolerance of the comparisons
-    with the model's own hidden states and of the sub-layer sums (float32 round-off of a
-    model's sums is far below it; a wrong position or a swapped site is far above).
+    ``rtol``: the tolerance of every comparison (padded vs one-by-one, the model's own hidden
+    states, the sub-layer sums), relative to the activations' scale (:func:`relative_gap`):
+    float32 round-off of a right site is ~1e-7 of it, a wrong position or a swapped site is of
+    the order of the values. ``atol`` is deprecated (it was an absolute tolerance for the hidden
+    states and sums, which failed right sites of models with a large residual stream); when
+    given it is used as their relative tolerance.
     """
+    if atol is not None:
+        warnings.warn(
+            "check_adapter(atol=...) is deprecated: every comparison is relative now; pass rtol. "
+            "atol is used as the relative tolerance of the hidden-state and sum checks.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    state_rtol = rtol if atol is None else atol
     if adapter.backend == "recorded":
         raise ValueError(
             "geomlens check compares a model's forward pass with itself and with Hugging Face; "
@@ -340,16 +365,20 @@ def check_adapter(
             )
         if isinstance(hidden, dict) and site in hidden:
             facts.append(f"own hidden state {hidden[site]:.0e}")
-            if hidden[site] > atol:
+            if hidden[site] > state_rtol:
                 layer = layer_of(site) or 0
                 index = (layer if site.endswith("resid_pre") else layer + 1) - offset
                 problems.append(
-                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g}"
+                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
+                    f"of its scale (tolerance {state_rtol:.0e})"
                 )
         if site in sums:
             facts.append(f"sum of parts {sums[site]:.0e}")
-            if sums[site] > atol:
-                problems.append(f"is not the sum of its parts (off by {sums[site]:.2g})")
+            if sums[site] > state_rtol:
+                problems.append(
+                    f"is not the sum of its parts (off by {sums[site]:.2g} of their scale; "
+                    f"tolerance {state_rtol:.0e})"
+                )
         checks.append(Check(site, not problems, "; ".join(problems or facts), site))
 
     failing = [c.site for c in checks if not c.passed]
@@ -367,15 +396,27 @@ def check_adapter(
     if isinstance(hidden, str):
         checks.append(Check("own hidden states", True, f"not compared: {hidden}"))
     else:
-        bad = {s: e for s, e in hidden.items() if e > atol}
+        bad = {s: e for s, e in hidden.items() if e > state_rtol}
         checks.append(
             Check(
                 "own hidden states",
                 not bad,
-                f"{len(hidden)} residual sites equal output_hidden_states within {atol:.0e} "
-                f"(worst {max(hidden.values(), default=0.0):.1e})"
+                f"{len(hidden)} residual sites equal output_hidden_states: max |site − hidden| / "
+                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (tolerance "
+                f"{state_rtol:.0e})"
                 if not bad
-                else "differ: " + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+                else f"differ (relative to max|hidden|; tolerance {state_rtol:.0e}): "
+                + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+            )
+        )
+    if sums:
+        worst_sum = max(sums, key=sums.get)
+        checks.append(
+            Check(
+                "sub-layer sums",
+                sums[worst_sum] <= state_rtol,
+                f"max |sum of parts − site| / max|part or site| = {sums[worst_sum]:.1e} at "
+                f"{worst_sum} (tolerance {state_rtol:.0e})",
             )
         )
     checks.append(_refusal_check(adapter))
@@ -408,4 +449,5 @@ __all__ = [
     "expected_widths",
     "failures",
     "hidden_state_errors",
+    "relative_gap",
 ]

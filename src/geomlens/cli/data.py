@@ -91,15 +91,10 @@ def load_data(path: Path, limit: int | None) -> Any:
 
 def first_rows(data: Any, limit: int | None) -> Any:
     """``data`` as a Dataset cut to its first ``limit`` rows (all when ``limit`` is None)."""
-    from geomlens.data.dataset import Dataset, as_dataset
+    from geomlens.data.dataset import as_dataset, select_rows
 
     dataset = as_dataset(data)
     if limit is None or limit >= len(dataset):
         return dataset
-    return Dataset(
-        texts=dataset.texts[:limit] if dataset.texts is not None else None,
-        token_ids=dataset.token_ids[:limit] if dataset.token_ids is not None else None,
-        num_rows=limit if dataset.num_rows is not None else None,
-        columns={name: values[:limit] for name, values in dataset.columns.items()},
-        source=f"{dataset.describe_source()}, first {limit}",
-    )
+    source = f"{dataset.describe_source()}, first {limit}"
+    return select_rows(dataset, range(limit), source=source)

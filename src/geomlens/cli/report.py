@@ -23,15 +23,26 @@ def print_summary(report) -> None:
     """The summary table: one line per analysis, then where the page is."""
     from geomlens.report.readings import headline
 
-    width = max((len(o.name) for o in report.outcomes), default=8)
+    section = report.causal_lm
+    everything = [*report.outcomes, *(section.outcomes if section is not None else [])]
+    width = max((len(o.name) for o in everything), default=8)
+
+    def lines(outcomes) -> None:
+        for outcome in outcomes:
+            status = "ok" if outcome.error is None else "FAILED"
+            text = headline(outcome.result) if outcome.result is not None else outcome.error
+            typer.echo(
+                f"{outcome.name:<{width}}  {status:<6}  {outcome.rows:>4}  "
+                f"{outcome.seconds:>7.1f}  {text}"
+            )
+
     typer.echo(f"{'analysis':<{width}}  status  rows  seconds  result")
-    for outcome in report.outcomes:
-        status = "ok" if outcome.error is None else "FAILED"
-        text = headline(outcome.result) if outcome.result is not None else outcome.error
-        typer.echo(
-            f"{outcome.name:<{width}}  {status:<6}  {outcome.rows:>4}  {outcome.seconds:>7.1f}  "
-            f"{text}"
-        )
+    lines(report.outcomes)
+    if section is not None:
+        typer.echo(f"causal-LM section on {section.model}:")
+        if section.unavailable:
+            typer.echo(f"  not run: {section.unavailable}")
+        lines(section.outcomes)
 
 
 def report_command(
@@ -57,6 +68,14 @@ def report_command(
     batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
     max_length: MaxLengthOption = DEFAULT_MAX_LENGTH,
     seed: SeedOption = 0,
+    causal_lm: Annotated[
+        str | None,
+        typer.Option(
+            "--causal-lm",
+            help="Causal LM of the report's causal-LM section (default: smollm2-135m-instruct "
+            "when no --model or --analysis is given); 'none' leaves the section out.",
+        ),
+    ] = None,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
     from geomlens.cli.errors import check_batch_size
@@ -80,6 +99,7 @@ def report_command(
             batch_size=batch_size,
             max_length=max_length,
             seed=seed,
+            causal_lm=causal_lm,
         )
     except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)

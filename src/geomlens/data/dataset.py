@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.data.named_inputs import INPUT_KEYS, check_named_inputs, named_inputs_of
+from geomlens.data.named_inputs import INPUT_KEYS, check_named_inputs, named_inputs_of, take_rows
 
 #: The column of positions on a stimulus scale (a number per row, or a vector of numbers).
 COORDINATE_COLUMN = "coordinate"
@@ -143,6 +143,26 @@ class Dataset:
 
     def column_batch(self, index: np.ndarray) -> dict[str, np.ndarray]:
         return {name: values[index] for name, values in self.columns.items()}
+
+
+def select_rows(dataset: Dataset, rows: Sequence[int] | np.ndarray, *, source: str = "") -> Dataset:
+    """Rows ``rows`` of ``dataset``, in that order: its texts or token ids, its named model
+    inputs and every column. ``source`` describes the selection (default: from the content).
+
+    The one way geomlens slices a dataset (``geomlens run --limit``, the report's quick
+    subsets), so that no part of a row, named inputs included, is left behind."""
+    index = np.asarray(rows, dtype=int)
+    inputs = None
+    if dataset.inputs:
+        inputs = {name: take_rows(values, index) for name, values in dataset.inputs.items()}
+    return Dataset(
+        texts=[dataset.texts[i] for i in index] if dataset.texts is not None else None,
+        token_ids=[dataset.token_ids[i] for i in index] if dataset.token_ids is not None else None,
+        num_rows=len(index) if dataset.num_rows is not None else None,
+        inputs=inputs,
+        columns={name: np.asarray(values)[index] for name, values in dataset.columns.items()},
+        source=source,
+    )
 
 
 def as_dataset(data: Any, *, num_rows: int | None = None) -> Dataset:

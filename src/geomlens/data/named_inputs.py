@@ -66,3 +66,10 @@ def _as_rows(name: str, values: Any) -> Any:
             f"{IMAGES!r}, with a processor."
         )
     return torch.as_tensor(array)
+
+
+def take_rows(values: Any, index: np.ndarray) -> Any:
+    """Rows ``index`` of one named input (a tensor ``[N, ...]`` or a list), in that order."""
+    if isinstance(values, torch.Tensor):
+        return values[torch.as_tensor(index, dtype=torch.long)]
+    return [values[i] for i in index]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.analyses.catalog import analysis_class, list_analyses
+from geomlens.analyses import catalog
 from geomlens.data.corpus import stdlib_paragraphs
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.hooks.base import Adapter
@@ -24,8 +24,8 @@ from geomlens.hooks.batches import dataset_batches, encoded_batches
 
 
 def builtin_analyses() -> list[str]:
-    """Registered analyses that ship with geomlens (plugins left out)."""
-    return [n for n in list_analyses() if analysis_class(n).__module__.startswith("geomlens.")]
+    """The analyses that ship with geomlens (plugins left out)."""
+    return catalog.builtin_analyses()
 
 
 def corpus_texts(count: int) -> list[str]:

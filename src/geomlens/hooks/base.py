@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
+from geomlens.hooks.config_fields import POSITION_FIELDS, first_field
 from geomlens.hooks.inputs import ModelInputs, PaddingSide, encode_texts, encode_token_ids
 from geomlens.hooks.sites import (  # noqa: F401  (also read from here: geomlens.hooks.base.EMBED_SITE)
     EMBED_SITE,
@@ -155,7 +156,13 @@ class Adapter(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Provenance recorded in every result (model id, backend, numerics mode, …)."""
-        return {"model_id": self.model_id, "backend": self.backend, "n_layers": self.n_layers}
+        info = {"model_id": self.model_id, "backend": self.backend, "n_layers": self.n_layers}
+        # Where gl.load found the weights, when a name stood for more than a folder (the
+        # embedded causal LMs: a package's GGUF, dequantised, or the hub's original).
+        source = getattr(self, "model_source", None)
+        if source:
+            info["model_source"] = source
+        return info
 
     # -- inputs and the forward pass -----------------------------------------------------------
     def encode(
@@ -252,6 +259,26 @@ class Adapter(ABC):
         from geomlens.hooks.linearize import linearize
 
         return linearize(self, layers, mode=mode, calibration=calibration)
+
+    #: The model's Hugging Face config, or None (a TransformerLens model keeps ``model.cfg``;
+    #: recorded activations have no model).
+    config: Any = None
+    #: The torch module run, or None for recorded activations.
+    model: Any = None
+
+    def residual_sites(self) -> list[str]:
+        """The residual stream after each block (``blocks.L.hook_resid_post``), in order."""
+        return [site for site in self.sites() if site.endswith("hook_resid_post")]
+
+    @property
+    def max_positions(self) -> int | None:
+        """The number of positions the model takes, or None when its config does not say."""
+        return first_field(self.config, POSITION_FIELDS)
+
+    @property
+    def is_causal_lm(self) -> bool:
+        """Whether the model predicts the next token (its logits are a language model's)."""
+        return False
 
     @property
     def is_hooked_transformer(self) -> bool:

@@ -332,15 +332,10 @@ def mean_pre_activations(
 
 def _within_positions(adapter: ModelAdapter, max_length: int | None) -> int | None:
     """``max_length`` cut to the positions the model has (calibration text can be long)."""
-    model = getattr(adapter, "model", None)
-    config = getattr(model, "config", None) or getattr(model, "cfg", None)
-    names = ("max_position_embeddings", "n_positions", "n_ctx")
-    limits = [
-        getattr(config, name) for name in names if isinstance(getattr(config, name, None), int)
-    ]
-    if not limits:
+    limit = adapter.max_positions
+    if limit is None:
         return max_length
-    return min(limits[0], max_length) if max_length is not None else limits[0]
+    return min(limit, max_length) if max_length is not None else limit
 
 
 def _operating_points(

@@ -32,7 +32,7 @@ from geomlens.hooks.protocols import ModelAdapter
 
 
 def _targets(adapter: ModelAdapter, sites: Sequence[str]) -> list[ActivationTarget]:
-    model = getattr(adapter, "model", None)
+    model = adapter.model
     if not isinstance(model, torch.nn.Module):
         raise ValueError(
             f"Linearising modules needs a model; a {adapter.backend!r} adapter has none."

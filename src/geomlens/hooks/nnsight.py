@@ -183,6 +183,10 @@ class NNsightAdapter(Adapter):
         self._foreign_hooks = count_torch_hooks(self._module) - _transformers_hooks(self._module)
 
     # -- what the model offers ---------------------------------------------------------------
+    @property
+    def is_causal_lm(self) -> bool:
+        return self.config is not None and _is_decoder(self.config)
+
     def transformer_blocks(self) -> torch.nn.Module | None:
         model = self.model
         return getattr(model, "base_model", model).get_submodule(self.table.layers)

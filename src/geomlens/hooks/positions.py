@@ -10,24 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Config fields naming a model's number of positions, in the spellings of the HF families and
-#: TransformerLens (``n_ctx``).
-POSITION_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len")
+from geomlens.hooks.config_fields import POSITION_FIELDS
+
+__all__ = ["POSITION_FIELDS", "explain_index_error", "max_positions"]
 
 
 def max_positions(adapter: Any) -> int | None:
     """The number of positions the adapter's model takes, or None when its config says not."""
-    model = getattr(adapter, "model", None)
-    for config in (
-        getattr(adapter, "config", None),
-        getattr(model, "config", None),
-        getattr(model, "cfg", None),
-    ):
-        for name in POSITION_FIELDS:
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
+    return adapter.max_positions
 
 
 def explain_index_error(error: IndexError, adapter: Any, tokens: int) -> BaseException:

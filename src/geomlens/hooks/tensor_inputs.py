@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from geomlens.data.named_inputs import IMAGES, INPUT_KEYS, check_named_inputs, named_inputs_of
+from geomlens.data.named_inputs import (
+    IMAGES,
+    INPUT_KEYS,
+    check_named_inputs,
+    named_inputs_of,
+    take_rows,
+)
 from geomlens.hooks.inputs import (
     ModelInputs,
     PaddingSide,
@@ -45,12 +51,6 @@ def _image(value: Any) -> Any:
     return value
 
 
-def _rows(values: Any, index: np.ndarray) -> Any:
-    if isinstance(values, torch.Tensor):
-        return values[torch.as_tensor(index, dtype=torch.long)]
-    return [values[i] for i in index]
-
-
 def encode_named_inputs(
     adapter: Any,
     dataset: Dataset,
@@ -62,7 +62,7 @@ def encode_named_inputs(
     """One batch of rows ``index`` of a dataset with named inputs: each sliced by row; images
     (and texts) through the adapter's processor, texts otherwise through its tokenizer."""
     index = np.asarray(index)
-    batch = {name: _rows(values, index) for name, values in (dataset.inputs or {}).items()}
+    batch = {name: take_rows(values, index) for name, values in (dataset.inputs or {}).items()}
     processor = getattr(adapter, "processor", None)
     texts = dataset.texts
     batch_texts = None if texts is None else [texts[i] for i in index]

@@ -50,6 +50,7 @@ from geomlens.hooks.base import (
     count_torch_hooks,
     eval_mode,
 )
+from geomlens.hooks.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
 from geomlens.hooks.hook_points import hooks_added as _hooks_added
 from geomlens.hooks.inputs import ModelInputs, position_ids_from_mask
 
@@ -91,9 +92,6 @@ REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
         "(do_layer_norm_before=False, as OPT-350m)",
     ),
 }
-
-#: Config fields that count a model's experts; more than one makes the MLP a mixture.
-EXPERT_COUNT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts")
 
 
 class _StopForward(Exception):
@@ -234,6 +232,14 @@ class TransformerLensAdapter(Adapter):
     @property
     def is_hooked_transformer(self) -> bool:
         return not self.is_bridge
+
+    @property
+    def max_positions(self) -> int | None:
+        return first_field(self.model.cfg, POSITION_FIELDS)
+
+    @property
+    def is_causal_lm(self) -> bool:
+        return True  # HookedTransformer and bridged models with logits are causal LMs
 
     def transformer_blocks(self) -> torch.nn.Module | None:
         # A TransformerBridge wraps Hugging Face blocks; a HookedTransformer's are its own.

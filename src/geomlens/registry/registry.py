@@ -27,12 +27,24 @@ class PluginLoadError(ImportError):
 
 
 class Registry(Generic[T]):
-    """Maps canonical names (and aliases) to registered objects of one kind."""
+    """Maps canonical names (and aliases) to registered objects of one kind.
 
-    def __init__(self, kind: str, entry_point_group: str | None = None) -> None:
+    An entry is an object, or a lazy ``"module:attribute"`` (:meth:`add_lazy`) imported on its
+    first lookup. ``check`` sees every object before it is registered and raises ``TypeError``
+    for one of the wrong kind, so a bad registration fails where it is made.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        entry_point_group: str | None = None,
+        check: Callable[[T], None] | None = None,
+    ) -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
+        self.check = check
         self._entries: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
         self._entry_points_loaded = False
         self.load_errors: dict[str, str] = {}
@@ -54,20 +66,48 @@ class Registry(Generic[T]):
     def add(
         self, name: str, obj: T, *, aliases: tuple[str, ...] = (), replace: bool = False
     ) -> None:
+        if self.check is not None:
+            self.check(obj)
+        self._check_names(name, aliases, obj, replace)
+        self._entries[name] = obj
+        self._lazy.pop(name, None)
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def add_lazy(self, name: str, target: str, *, aliases: tuple[str, ...] = ()) -> None:
+        """Register ``target`` (``"module:attribute"``) under ``name``, imported on first use."""
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"A lazy {self.kind} entry is 'module:attribute'; got {target!r}.")
+        self._check_names(name, aliases, target, replace=False)
+        self._lazy[name] = target
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def _check_names(self, name: str, aliases: tuple[str, ...], obj: object, replace: bool) -> None:
         for key in (name, *aliases):
             if not key or key != key.strip():
                 raise ValueError(
                     f"Invalid {self.kind} name {key!r}: use a non-empty name without spaces around it."
                 )
-            owner = self._aliases.get(key, key if key in self._entries else None)
-            if owner is not None and not replace and self._entries.get(owner) is not obj:
+            known = key in self._entries or key in self._lazy
+            owner = self._aliases.get(key, key if known else None)
+            if owner is None or replace:
+                continue
+            holder = self._entries.get(owner, self._lazy.get(owner))
+            if holder is not obj:
                 raise ValueError(
                     f"{self.kind.capitalize()} name {key!r} is already registered (by "
-                    f"{self._entries[owner]!r}); pick another name or pass replace=True."
+                    f"{holder!r}); pick another name or pass replace=True."
                 )
+
+    def _load_lazy(self, name: str) -> None:
+        module, _, attribute = self._lazy[name].partition(":")
+        obj = getattr(importlib.import_module(module), attribute)
+        if self.check is not None:
+            self.check(obj)
         self._entries[name] = obj
-        for alias in aliases:
-            self._aliases[alias] = name
+        del self._lazy[name]
 
     def _load_entry_points(self) -> None:
         if self._entry_points_loaded or self.entry_point_group is None:
@@ -100,18 +140,22 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """The usable names (a clashing name is not: see :attr:`clashes`)."""
         self._load_entry_points()
-        return sorted(name for name in self._entries if name not in self.clashes)
+        return sorted(name for name in {*self._entries, *self._lazy} if name not in self.clashes)
 
     def aliases(self) -> dict[str, str]:
         self._load_entry_points()
         return dict(self._aliases)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries or name in self._aliases
+        return name in self._entries or name in self._lazy or name in self._aliases
 
     def get_registered(self, name: str) -> T | None:
-        """What ``name`` (or the alias) is registered as now, without loading plugins."""
-        return self._entries.get(self._aliases.get(name, name))
+        """What ``name`` (or the alias) is registered as now, without loading plugins (a lazy
+        entry is imported)."""
+        canonical = self._aliases.get(name, name)
+        if canonical in self._lazy:
+            self._load_lazy(canonical)
+        return self._entries.get(canonical)
 
     def get(self, name: str) -> T:
         self._load_entry_points()  # once: a plugin may claim a built-in's name (a clash)
@@ -120,6 +164,8 @@ class Registry(Generic[T]):
             raise PluginLoadError(
                 f"The {self.kind} name {canonical!r} is claimed twice: {self.clashes[canonical]}."
             )
+        if canonical in self._lazy:
+            self._load_lazy(canonical)
         if canonical in self._entries:
             return self._entries[canonical]
         if name in self.load_errors:

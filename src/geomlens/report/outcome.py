@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geomlens.report.causal_lm import CausalLMSection
 from geomlens.results import Result
 
 
@@ -30,6 +31,8 @@ class Report:
     outcomes: list[Outcome]
     provenance: dict[str, Any]
     files: list[Path] = field(default_factory=list)
+    #: The causal-LM section (geomlens.report.causal_lm), when the report has one.
+    causal_lm: CausalLMSection | None = None
 
     @property
     def results(self) -> dict[str, Result]:
@@ -37,7 +40,9 @@ class Report:
 
     @property
     def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.error is not None]
+        """Analyses that raised: the main model's, then the causal-LM section's."""
+        section = self.causal_lm.failed if self.causal_lm is not None else []
+        return [o for o in self.outcomes if o.error is not None] + section
 
     @property
     def index(self) -> Path:

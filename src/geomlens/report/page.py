@@ -21,6 +21,7 @@ from geomlens.formatting import (
     number,
 )
 from geomlens.report import figures, readings
+from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
@@ -39,9 +40,13 @@ def _environment():
     )
 
 
-def _section(outcome: Any, folder: Any) -> dict[str, Any]:
+def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
+    """One analysis's part of the page, its JSON and figure written in ``folder``; ``prefix``:
+    that folder relative to the page, and the anchor prefix of the section's id."""
     section: dict[str, Any] = {
         "name": outcome.name,
+        "anchor": prefix.replace("/", "-") + outcome.name,
+        "claim": "",  # the causal-LM section's sentence on what the analysis measures
         "error": outcome.error,
         "rows": outcome.rows,
         "full_rows": outcome.full_rows,
@@ -63,10 +68,10 @@ def _section(outcome: Any, folder: Any) -> dict[str, Any]:
     cls = analysis_class(outcome.name)
     json_name = f"{outcome.name}.json"
     result.to_json(folder / json_name)
-    section["json"] = json_name
+    section["json"] = prefix + json_name
     try:
         drawn = figures.analysis_figure(cls, result, folder / f"{outcome.name}.png")
-        section["figure"] = drawn.name if drawn is not None else None
+        section["figure"] = prefix + drawn.name if drawn is not None else None
     except Exception as error:  # a broken plot must not lose the numbers
         section["figure_error"] = f"{type(error).__name__}: {error}"
     section["reading"] = readings.read(result, cls)
@@ -153,6 +158,36 @@ def cost_detail(provenance: dict[str, Any]) -> str:
     )
 
 
+def _causal_lm_part(section: CausalLMSection, folder: Path) -> dict[str, Any]:
+    """The causal-LM section's part of the page; its files go to ``folder/causal-lm/``."""
+    sub = folder / SECTION_FOLDER
+    sub.mkdir(parents=True, exist_ok=True)
+    prefix = f"{SECTION_FOLDER}/"
+    claims = section.claims()
+    analyses = []
+    for outcome in section.outcomes:
+        part = _section(outcome, sub, prefix)
+        part["claim"] = claims.get(outcome.name, "")
+        analyses.append(part)
+    theory = figures.theory_figures(section.results, sub)
+    for figure in theory:
+        figure.file = prefix + figure.file
+    model = section.provenance.get("model", {})
+    return {
+        "model": section.model,
+        "model_id": model.get("model_id", section.model),
+        "source": model.get("model_source"),
+        "unavailable": section.unavailable,
+        "sections": analyses,
+        "theory": theory,
+        "run_seconds": (
+            duration(section.provenance["run_seconds"])
+            if "run_seconds" in section.provenance
+            else None
+        ),
+    }
+
+
 def write_report(report: Report) -> None:
     """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. Files
     an earlier report left in the folder that this one does not rewrite are removed."""
@@ -161,11 +196,20 @@ def write_report(report: Report) -> None:
     before = _inodes(folder)
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
+    causal_lm = _causal_lm_part(report.causal_lm, folder) if report.causal_lm else None
     everything = {
         "provenance": report.provenance,
         "results": {name: result.to_dict() for name, result in report.results.items()},
-        "errors": {o.name: o.error for o in report.failed},
+        "errors": {o.name: o.error for o in report.outcomes if o.error is not None},
     }
+    if report.causal_lm is not None:
+        section = report.causal_lm
+        everything["causal_lm"] = {
+            "model": section.model,
+            "unavailable": section.unavailable,
+            "results": {name: result.to_dict() for name, result in section.results.items()},
+            "errors": {o.name: o.error for o in section.failed},
+        }
     atomic_write_text(folder / "results.json", json.dumps(everything, indent=2, default=str) + "\n")
     page = (
         _environment()
@@ -174,6 +218,7 @@ def write_report(report: Report) -> None:
             model_id=report.provenance["model"].get("model_id", "model"),
             sections=sections,
             theory=theory,
+            causal_lm=causal_lm,
             provenance=json.dumps(report.provenance, indent=2, default=str),
             quick=report.provenance["quick"],
             passes=report.provenance["passes"],

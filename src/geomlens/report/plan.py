@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
-from geomlens.analyses.catalog import analysis_class, list_analyses
-from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.analyses.catalog import analysis_class
+from geomlens.data.dataset import Dataset, as_dataset, select_rows
 from geomlens.hooks.base import Adapter
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
@@ -68,11 +69,7 @@ class PlanFailure:
 
 def builtin_analyses() -> list[str]:
     """Names of the analyses that ship with geomlens (plugins are run only when named)."""
-    return [
-        name
-        for name in list_analyses()
-        if analysis_class(name).__module__.startswith("geomlens.analyses.")
-    ]
+    return catalog.builtin_analyses()
 
 
 def dataset_fingerprint(dataset: Dataset) -> str:
@@ -87,14 +84,8 @@ def dataset_fingerprint(dataset: Dataset) -> str:
 
 
 def subset(dataset: Dataset, rows: np.ndarray) -> Dataset:
-    """The rows ``rows`` of ``dataset`` (inputs and every column), in that order."""
-    rows = np.asarray(rows, dtype=int)
-    columns = {name: np.asarray(values)[rows] for name, values in dataset.columns.items()}
-    if dataset.texts is not None:
-        return Dataset(texts=[dataset.texts[i] for i in rows], columns=columns)
-    if dataset.token_ids is not None:
-        return Dataset(token_ids=[dataset.token_ids[i] for i in rows], columns=columns)
-    return Dataset(num_rows=len(rows), columns=columns)
+    """The rows ``rows`` of ``dataset`` (inputs, named inputs and every column), in that order."""
+    return select_rows(dataset, rows)
 
 
 def _evenly_spaced(count: int, keep: int) -> np.ndarray:
@@ -147,8 +138,14 @@ def default_data_description(cls: type[Analysis]) -> str:
     return " ".join(doc.split()) or "Its own shipped data (see its documentation)."
 
 
-def build_analysis(name: str, quick: bool, adapter: Adapter | None = None) -> Analysis:
-    """An analysis with its default config (cheaper resampling counts when ``quick``).
+def build_analysis(
+    name: str,
+    quick: bool,
+    adapter: Adapter | None = None,
+    options: dict[str, Any] | None = None,
+) -> Analysis:
+    """An analysis with its default config and ``options`` (cheaper resampling counts when
+    ``quick``).
 
     A quick run trains a small SAE for sae-features only when no full-size one is cached for
     the model: a full-size SAE already trained (by a full report) is better and costs nothing.
@@ -157,10 +154,20 @@ def build_analysis(name: str, quick: bool, adapter: Adapter | None = None) -> An
 
     cls = analysis_class(name)
     fields = {f.name for f in dataclasses.fields(cls.Config)}
-    options = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
-    if "training" in options and adapter is not None and _full_size_sae_cached(cls, adapter):
-        del options["training"]
-    return cls(**options)
+    cheaper = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
+    if "training" in cheaper and adapter is not None and _full_size_sae_cached(cls, adapter):
+        del cheaper["training"]
+    return cls(**{**cheaper, **(options or {})})
+
+
+#: What the report plans: an analysis name (default config, default data), an analysis built
+#: with options (its default data), or an analysis with the data it runs on.
+PlannedAnalysis = str | Analysis | tuple[Analysis, Any]
+
+
+def planned_name(item: PlannedAnalysis) -> str:
+    analysis = item[0] if isinstance(item, tuple) else item
+    return analysis.name if isinstance(analysis, Analysis) else analysis
 
 
 def _full_size_sae_cached(cls: type[Analysis], adapter: Adapter) -> bool:
@@ -178,19 +185,25 @@ def _full_size_sae_cached(cls: type[Analysis], adapter: Adapter) -> bool:
 
 
 def plan_passes(
-    adapter: Adapter, names: Sequence[str], *, quick: bool = False
+    adapter: Adapter, names: Sequence[PlannedAnalysis], *, quick: bool = False
 ) -> tuple[list[ReportPass], list[PlanFailure]]:
-    """Group the analyses by their default data; one :class:`ReportPass` per distinct data set.
+    """Group the analyses by their data; one :class:`ReportPass` per distinct data set.
 
+    ``names``: analysis names (built with their default config, run on their default data),
+    analyses already built with options, or (analysis, data) pairs (the causal-LM section's).
     An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
     report shows the error) rather than stopping the others.
     """
     passes: dict[str, ReportPass] = {}
     failures: list[PlanFailure] = []
-    for name in names:
+    for item in names:
+        name = planned_name(item)
+        analysis, data = item if isinstance(item, tuple) else (item, None)
         try:
-            analysis = build_analysis(name, quick, adapter)
-            data: Any = analysis.default_data(adapter)
+            if not isinstance(analysis, Analysis):
+                analysis = build_analysis(analysis, quick, adapter)
+            if data is None:
+                data = analysis.default_data(adapter)
             dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
         except Exception as error:  # one analysis's bad data must not stop the report
             failures.append(PlanFailure(name, f"{type(error).__name__}: {error}"))

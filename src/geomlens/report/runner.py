@@ -19,8 +19,16 @@ from typing import Any
 from geomlens.analyses.catalog import analysis_class
 from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
+from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, CausalLMSection, section_model
 from geomlens.report.outcome import Outcome, Report
-from geomlens.report.plan import ReportPass, builtin_analyses, plan_passes
+from geomlens.report.plan import (
+    PlannedAnalysis,
+    ReportPass,
+    build_analysis,
+    builtin_analyses,
+    plan_passes,
+    planned_name,
+)
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
 REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE
@@ -111,7 +119,7 @@ def analysis_costs(outcome: Outcome) -> dict[str, float]:
 
 def run_analyses(
     adapter: Any,
-    names: Sequence[str],
+    names: Sequence[PlannedAnalysis],
     *,
     quick: bool = False,
     batch_size: int = REPORT_BATCH_SIZE,
@@ -119,7 +127,8 @@ def run_analyses(
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[list[Outcome], list[ReportPass]]:
-    """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order."""
+    """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order
+    (names, analyses built with options, or (analysis, data): see :func:`plan_passes`)."""
     passes, failures = plan_passes(adapter, names, quick=quick)
     run_options = {
         "batch_size": batch_size,
@@ -148,7 +157,80 @@ def run_analyses(
                 )
             ]
         outcomes.update({o.name: o for o in done})
-    return [outcomes[name] for name in names if name in outcomes], passes
+    order = [planned_name(item) for item in names]
+    return [outcomes[name] for name in order if name in outcomes], passes
+
+
+def pass_records(passes: Sequence[ReportPass]) -> list[dict[str, Any]]:
+    """The passes as the provenance lists them: analyses, rows, columns, data digest."""
+    return [
+        {
+            "analyses": p.names,
+            "data": p.description,
+            "rows": len(p.dataset),
+            "rows_shipped": p.full_rows,
+            "columns": p.columns,
+            "data_fingerprint": p.fingerprint,
+        }
+        for p in passes
+    ]
+
+
+def run_causal_lm_section(
+    model: str,
+    *,
+    backend: str = "nnsight",
+    device: str | None = None,
+    quick: bool = False,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> CausalLMSection:
+    """Load ``model`` and run the section's analyses on it (fused by data, as the report does).
+
+    A model that cannot be had (its package missing, offline) leaves the section
+    ``unavailable`` with the one-line reason, which the page shows; the encoder report is
+    still written and its exit status is not changed by it.
+    """
+    from geomlens.hooks.attach import load
+
+    section = CausalLMSection(model)
+    started = time.perf_counter()
+    try:
+        adapter = load(model, backend=backend, device=device)
+    except (ImportError, OSError) as error:
+        section.unavailable = str(error).splitlines()[0]
+        return section
+    load_seconds = time.perf_counter() - started
+    planned = []
+    for spec in CAUSAL_LM_ANALYSES:
+        analysis = build_analysis(spec.name, quick, adapter, spec.options(adapter))
+        planned.append((analysis, spec.data(adapter)) if spec.data else analysis)
+    section.outcomes, passes = run_analyses(
+        adapter,
+        planned,
+        quick=quick,
+        batch_size=batch_size or REPORT_BATCH_SIZE,
+        max_length=max_length,
+        seed=seed,
+        progress=progress,
+    )
+    for spec, outcome in zip(CAUSAL_LM_ANALYSES, section.outcomes):
+        if spec.after is not None and outcome.result is not None:
+            try:
+                outcome.result.metrics.update(spec.after(adapter, outcome.result, quick))
+            except Exception as error:  # the analysis's own numbers still stand
+                outcome.error = f"after {spec.name}: {type(error).__name__}: {error}"
+    section.provenance = {
+        "model": adapter.describe(),
+        "device": str(adapter.device),
+        "analyses": {spec.name: spec.options(adapter) for spec in CAUSAL_LM_ANALYSES},
+        "passes": pass_records(passes),
+        "load_seconds": round(load_seconds, 2),
+        "run_seconds": round(time.perf_counter() - started, 2),
+    }
+    return section
 
 
 def build_report(
@@ -163,6 +245,7 @@ def build_report(
     max_length: int | None = REPORT_MAX_LENGTH,
     seed: int = 0,
     progress: bool = True,
+    causal_lm: str | None = None,
 ) -> Report:
     """Run every built-in analysis (or ``analyses``) on ``model`` and write the report to ``out``.
 
@@ -171,6 +254,10 @@ def build_report(
     adapter / model object for ``gl.attach``. Writes ``out/index.html`` with the figures beside
     it, ``out/results.json`` (every result and the report's provenance) and one
     ``out/<analysis>.json`` per analysis. ``quick`` runs a small part of each data set.
+
+    The default report (no ``model``, no ``analyses``) adds the causal-LM section on
+    SmolLM2-135M-Instruct (:mod:`geomlens.report.causal_lm`), its files in
+    ``out/causal-lm/``; ``causal_lm`` names another causal LM for it, or ``"none"``.
     """
     from geomlens.engine import library_versions
     from geomlens.hooks.attach import attach, load
@@ -196,6 +283,19 @@ def build_report(
         seed=seed,
         progress=progress,
     )
+    section_lm = section_model(model, analyses, causal_lm)
+    section = None
+    if section_lm is not None:
+        section = run_causal_lm_section(
+            section_lm,
+            backend=backend,
+            device=device,
+            quick=quick,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+            progress=progress,
+        )
     provenance = {
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
@@ -205,25 +305,22 @@ def build_report(
         "seed": seed,
         "batch_size": batch_size,
         "max_length": max_length,
-        "passes": [
-            {
-                "analyses": p.names,
-                "data": p.description,
-                "rows": len(p.dataset),
-                "rows_shipped": p.full_rows,
-                "columns": p.columns,
-                "data_fingerprint": p.fingerprint,
-            }
-            for p in passes
-        ],
+        "passes": pass_records(passes),
         "costs": {o.name: analysis_costs(o) for o in outcomes},
         "load_seconds": round(load_seconds, 2),
         "platform": platform.platform(),
         "versions": library_versions(),
     }
+    if section is not None:
+        provenance["causal_lm"] = section.provenance or {"unavailable": section.unavailable}
     # Loading and running; drawing and writing the page come after and are not counted.
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
-    report = Report(Path(out) if out is not None else default_folder(quick), outcomes, provenance)
+    report = Report(
+        Path(out) if out is not None else default_folder(quick),
+        outcomes,
+        provenance,
+        causal_lm=section,
+    )
     with (
         showing_progress(progress),
         phase("drawing the figures and writing the page", announce=True),

@@ -19,13 +19,11 @@ from sae_lens import SAE
 from safetensors import SafetensorError
 
 from geomlens.hooks.base import Adapter, layer_of
+from geomlens.hooks.config_fields import MLP_WIDTH_FIELDS, RESIDUAL_WIDTH_FIELDS, first_field
 
 #: Files sae-lens writes with ``save_model`` / ``save_inference_model``.
 SAE_FILES = ("cfg.json", "sae_weights.safetensors")
 
-#: Width attributes of a model config, by what a site carries (HF names, then TransformerLens).
-_RESIDUAL_WIDTH = ("hidden_size", "n_embd", "d_model")
-_MLP_WIDTH = ("intermediate_size", "n_inner", "d_mlp")
 
 SAESpec = Any
 """An ``SAE`` object, a folder saved by sae-lens, or ``"release/sae_id"`` of a published SAE."""
@@ -123,23 +121,19 @@ def site_width(adapter: Adapter, site: str) -> int | None:
     if recorded_shapes is not None:
         shape = recorded_shapes.get(site)
         return int(shape[-1]) if shape else None
-    config = getattr(adapter, "config", None)
-    model = getattr(adapter, "model", None)
+    config, model = adapter.config, adapter.model
     if config is None and model is not None:
         config = getattr(model, "cfg", None)
     if config is None or site == "logits":
         return None
-    names = _MLP_WIDTH if (".mlp.hook_pre" in site or ".mlp.hook_post" in site) else _RESIDUAL_WIDTH
+    mlp = ".mlp.hook_pre" in site or ".mlp.hook_post" in site
     if layer_of(site) is None and site != "hook_embed":
         return None
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    if names is _MLP_WIDTH:  # GPT-2 leaves n_inner None: 4 x the model width
-        width = next((getattr(config, n, None) for n in _RESIDUAL_WIDTH), None)
-        return 4 * width if isinstance(width, int) else None
-    return None
+    width = first_field(config, MLP_WIDTH_FIELDS if mlp else RESIDUAL_WIDTH_FIELDS)
+    if width is None and mlp:  # GPT-2 leaves n_inner None: 4 x the model width
+        residual = first_field(config, RESIDUAL_WIDTH_FIELDS)
+        return 4 * residual if residual is not None else None
+    return width
 
 
 def check_sae_fits(sae: SAE, adapter: Adapter, site: str) -> str:

@@ -12,7 +12,6 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.analyses.registry import register_analysis
 from geomlens.analyses.sae_features.config import (
     CALIBRATION,
     COSINE_FIDELITY,
@@ -30,7 +29,6 @@ from geomlens.analyses.sae_features.plots import plot_sae_features
 from geomlens.analyses.sae_features.provisioning import default_sae, default_site
 from geomlens.analyses.sae_features.splicing import (
     cosine_distance_per_sequence,
-    is_causal_lm,
     reconstruct,
     smoothed_bits_per_sequence,
 )
@@ -42,9 +40,10 @@ from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
 
-@register_analysis("sae-features", aliases=("sae_features", "ssd"))
 class SAEFeatures(Analysis):
     """SAE active counts k, pool P and SSD, pool mismatch η̂, ε̂_loss, the SSD bound, OOD AUROC."""
+
+    name = "sae-features"
 
     Config = SAEFeaturesConfig
     config: SAEFeaturesConfig
@@ -126,9 +125,9 @@ class SAEFeatures(Analysis):
         if not self.config.fidelity or adapter.backend == "recorded":
             return None
         offered = adapter.sites()
-        if "logits" in offered and is_causal_lm(adapter):
+        if "logits" in offered and adapter.is_causal_lm:
             return "logits"
-        residual = [s for s in offered if s.endswith("hook_resid_post")]
+        residual = adapter.residual_sites()
         return residual[-1] if residual else None
 
     # -- the protocol --------------------------------------------------------------------------

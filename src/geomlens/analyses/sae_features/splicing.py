@@ -7,8 +7,6 @@ from typing import Any
 
 import torch
 
-from geomlens.hooks.base import Adapter
-
 
 def reconstruct(
     sae: Any,
@@ -65,14 +63,3 @@ def cosine_distance_per_sequence(
     )
     valid = mask.to(cosine.device)
     return (((1.0 - cosine) * valid).sum(-1) / valid.sum(-1).clamp(min=1)).cpu()
-
-
-def is_causal_lm(adapter: Adapter) -> bool:
-    if adapter.backend == "transformer-lens":
-        return True  # HookedTransformer and bridged models with logits are causal LMs
-    config = getattr(adapter, "config", None)
-    if config is None:
-        return False
-    from geomlens.hooks.nnsight import _is_decoder
-
-    return _is_decoder(config)
