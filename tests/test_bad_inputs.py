@@ -562,6 +562,15 @@ CLI_CASES += [
      lambda m, t: ["run", "activation-stats", "--model", m, "--out", str(t / "r.json"), "--data",
                    _lines(t, '{"text": ["the", "cat"]}')],
      ("data.jsonl:1", "'text' must be a string")),
+    ("--batch-size 10**30", lambda m, t: ["run", "activation-stats", "--model", m, "--batch-size",
+                                          str(10**30), "--out", str(t / "r.json")],
+     ("--batch-size must be from 1 to 65536", "(31 digits)")),
+    ("report --batch-size 10**30", lambda m, t: ["report", "--model", m, "--batch-size", str(10**30),
+                                                 "--out", str(t / "rep")],
+     ("--batch-size must be from 1 to 65536",)),
+    ("--option sae=/abs/missing", lambda m, t: ["run", "sae-features", "--model", m, "--out",
+                                                str(t / "r.json"), "--option", f"sae={t / 'missing'}"],
+     ("The SAE folder", "missing does not exist", "release/sae_id")),
     ("a NaN coordinate names the line",
      lambda m, t: ["run", "similarity", "--model", m, "--out", str(t / "r.json"), "--data",
                    _lines(t, '{"text": "the cat", "coordinate": 1}', '{"text": "a dog", "coordinate": NaN}')],
@@ -630,3 +639,18 @@ def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said,
     assert done.exit_code == 130, done.output
     lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
     assert len(lines) == 1 and lines[0].startswith(said), done.stderr
+
+
+def test_sae_training_reads_no_more_positions_than_the_model_has():
+    # A 64-position model: sae-features without an SAE advised --max-length 64, and training
+    # still truncated at its own 128 and failed the same way.
+    from helpers.tiny_models import MAX_POSITIONS
+
+    from geomlens.sae.training import activation_batches
+
+    hf_model, tokenizer = tiny_gpt2()
+    adapter = gl.attach(hf_model, tokenizer=tokenizer, backend="nnsight")
+    long_text = " ".join(["the cat sat on the mat"] * 40)
+    assert len(tokenizer(long_text)["input_ids"]) > 2 * MAX_POSITIONS
+    batch = next(activation_batches(adapter, SITE, [long_text] * 2, batch_tokens=16))
+    assert batch.shape == (16, hf_model.config.n_embd)

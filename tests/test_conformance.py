@@ -49,6 +49,38 @@ def test_roberta_positions_pass_and_the_parallel_block_adds_up():
     assert "sum of parts" in {c.name: c for c in neox}["blocks.0.hook_resid_post"].detail
 
 
+@pytest.mark.parametrize("model_type", ["roberta", "xlm-roberta"])
+def test_roberta_positions_pass_when_a_real_token_equals_the_pad_id(model_type):
+    # No tokenizer: the check's own token ids include 1, RoBERTa's pad id. The adapter numbers
+    # real tokens by the attention mask from padding_idx + 1; the reference run numbered them
+    # from the token ids, gave token 1 the padding position and reported a false 2.2.
+    hf_model, _ = tiny_encoder(model_type, pad_token_id=1, max_position_embeddings=64)
+    checks = check_adapter(NNsightAdapter(hf_model))
+    assert all_passed(checks), failing(checks)
+    own = {c.name: c for c in checks}["own hidden states"].detail
+    assert "not compared" not in own
+
+
+def test_mamba_hidden_states_are_read_from_the_first_blocks_output():
+    # transformers' Mamba leaves the embeddings out of hidden_states (entry L is block L's
+    # output): block L's input is entry L - 1, not L.
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(
+        "mamba",
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        state_size=4,
+    )
+    hf_model = AutoModelForCausalLM.from_config(config).eval()
+    checks = check_adapter(NNsightAdapter(hf_model))
+    assert all_passed(checks), failing(checks)
+    own = {c.name: c for c in checks}["own hidden states"].detail
+    assert own.startswith("2 residual sites equal output_hidden_states"), own
+
+
 class Swapped(NNsightAdapter):
     """Reads two sites into each other's place (a table entry pointing at the wrong module)."""
 
@@ -146,3 +178,42 @@ def test_a_bridged_copy_is_refereed_by_the_users_own_module():
     checks = {c.name: c for c in check_adapter(adapter)}
     assert checks["own hidden states"].passed
     assert "not compared" not in checks["own hidden states"].detail
+
+
+def _survey_model(label: str, **config):
+    from geomlens.checks.survey import SURVEY_MODELS, build
+
+    entry = next(m for m in SURVEY_MODELS if m.label == label)
+    return build(dataclasses.replace(entry, config=(*entry.config, *config.items())))
+
+
+def test_opt_mlp_sites_on_transformer_lens_are_the_hidden_layer_and_pass_the_width_check():
+    # The bridge's cfg says d_mlp = 4 * d_model = 128; OPT's MLP is ffn_dim = 64 wide. The sites
+    # hold fc1's output and its ReLU (computed here from the model's own modules); the check
+    # read the width from the bridge's cfg and failed them.
+    import torch
+
+    hf_model = _survey_model("opt")
+    adapter = TransformerLensAdapter.from_hf(hf_model)
+    checks = check_adapter(adapter)
+    assert all_passed(checks), failing(checks)
+    inputs = adapter.encode(gl.Dataset(token_ids=[[5, 6, 7, 8]]), np.arange(1))
+    sites = ["blocks.0.hook_resid_mid", "blocks.0.mlp.hook_pre", "blocks.0.mlp.hook_post"]
+    acts = adapter.capture(inputs, sites)
+    layer = hf_model.model.decoder.layers[0]
+    with torch.no_grad():
+        hidden = layer.fc1(layer.final_layer_norm(acts["blocks.0.hook_resid_mid"]))
+    assert hidden.shape[-1] == hf_model.config.ffn_dim == 64
+    scale = hidden.abs().max().item()
+    assert (acts["blocks.0.mlp.hook_pre"] - hidden).abs().max().item() <= 1e-6 * scale
+    assert (acts["blocks.0.mlp.hook_post"] - hidden.relu()).abs().max().item() <= 1e-6 * scale
+
+
+@pytest.mark.parametrize("config", [{"expansion_ratio": 2}, {"intermediate_size": 64}])
+def test_mpt_mlp_width_is_read_as_transformers_builds_it(config):
+    # transformers' MptMLP is 4 * d_model wide whatever expansion_ratio (or a stray
+    # intermediate_size) says; the check read 64 from the config and failed the right sites.
+    hf_model = _survey_model("mpt", **config)
+    assert hf_model.transformer.blocks[0].ffn.up_proj.out_features == 128
+    checks = check_adapter(NNsightAdapter(hf_model))
+    assert all_passed(checks), failing(checks)

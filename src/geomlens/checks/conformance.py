@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -67,19 +68,31 @@ def expected_widths(adapter: Adapter) -> dict[str, int]:
     checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
     model = adapter.model
     cfg = getattr(model, "cfg", None)  # TransformerLens
+    original = getattr(model, "original_model", None)  # a TransformerBridge's Hugging Face model
+    if cfg is not None and isinstance(original, torch.nn.Module) and hasattr(original, "config"):
+        # A bridge's cfg is derived, and not always right (OPT: d_mlp = 4 * d_model whatever
+        # the config's ffn_dim); the Hugging Face config is what the model was built from.
+        return _hf_widths(original.config, original)
     if cfg is not None and getattr(cfg, "d_model", None):
         widths = {"d_model": cfg.d_model, "embed": cfg.d_model, "vocab": cfg.d_vocab_out}
         if getattr(cfg, "d_mlp", None):
             widths["d_mlp"] = cfg.d_mlp
         return widths
-    config = adapter.config
+    return _hf_widths(adapter.config, model)
+
+
+def _hf_widths(config: Any, model: Any) -> dict[str, int]:
+    """:func:`expected_widths` from a Hugging Face config (and the model's output head)."""
     d_model = first_field(config, D_MODEL_FIELDS)
     if d_model is None:
         return {}
     widths = {"d_model": d_model, "embed": first_field(config, EMBED_FIELDS) or d_model}
-    d_mlp = first_field(config, D_MLP_FIELDS)
-    if d_mlp is None and getattr(config, "expansion_ratio", None):  # MPT
-        d_mlp = int(config.expansion_ratio * d_model)
+    if getattr(config, "model_type", None) == "mpt":
+        # transformers' MptMLP is 4 * d_model wide whatever the config's expansion_ratio (or a
+        # stray intermediate_size) says.
+        d_mlp: int | None = 4 * d_model
+    else:
+        d_mlp = first_field(config, D_MLP_FIELDS)
     if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):
         d_mlp = 4 * d_model  # GPT-2-style configs leave n_inner unset for 4 * d_model
     if d_mlp is not None:
@@ -146,14 +159,49 @@ def reference_model(adapter: Adapter) -> torch.nn.Module | None:
     return original if isinstance(original, torch.nn.Module) else None
 
 
+#: Model types whose ``hidden_states`` leave out the embeddings: entry ``L`` is block ``L``'s
+#: output and the last entry is the final norm's (transformers' Mamba models), so block ``L``'s
+#: ``resid_pre`` is entry ``L - 1`` there.
+HIDDEN_STATES_FROM_FIRST_BLOCK = frozenset({"mamba", "mamba2", "falcon_mamba"})
+
+
+def _hidden_state_offset(model: torch.nn.Module) -> int:
+    """How far the model's ``hidden_states`` index lies before block ``L``'s input (0, or 1
+    where the embeddings are left out)."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    return 1 if model_type in HIDDEN_STATES_FROM_FIRST_BLOCK else 0
+
+
+def _reference_positions(model: torch.nn.Module, length: int) -> torch.Tensor | None:
+    """Positions for the reference run of one unpadded example, where the model would number
+    them from its token ids: RoBERTa-style embeddings (a position table with a padding row)
+    count from ``padding_idx + 1`` over tokens that differ from the pad id, so a real token
+    that happens to equal the pad id (token 1 in a tokenizer-less check) would be given the
+    padding position. The adapters number real tokens by the attention mask; so does this."""
+    for module in model.modules():
+        table = getattr(module, "position_embeddings", None)
+        pad = getattr(module, "padding_idx", None)
+        if (
+            isinstance(table, torch.nn.Embedding)
+            and isinstance(pad, int)
+            and table.padding_idx is not None
+        ):
+            return (torch.arange(length) + pad + 1).unsqueeze(0)
+    return None
+
+
 def _own_hidden_states(
     model: torch.nn.Module, inputs: ModelInputs, row: int
 ) -> tuple[torch.Tensor, ...] | None:
     """The model's own hidden states for one example run alone (unpadded), or None."""
     ids = inputs.input_ids[row][inputs.attention_mask[row].bool()].unsqueeze(0)
+    kwargs: dict[str, Any] = {"input_ids": ids, "output_hidden_states": True}
+    positions = _reference_positions(model, ids.shape[1])
+    if positions is not None:
+        kwargs["position_ids"] = positions.to(ids.device)
     try:
         with torch.no_grad():
-            out = model(input_ids=ids, output_hidden_states=True)
+            out = model(**kwargs)
     except (TypeError, ValueError, RuntimeError, AttributeError):
         return None
     hidden = getattr(out, "hidden_states", None)
@@ -178,9 +226,12 @@ def hidden_state_errors(
     if model is None:
         return "no Hugging Face module to compare with (TransformerLens's own model)"
     n_layers = adapter.n_layers
-    targets = {f"blocks.{layer}.hook_resid_pre": layer for layer in range(n_layers)}
-    targets.update({f"blocks.{layer}.hook_resid_post": layer + 1 for layer in range(n_layers - 1)})
-    targets = {site: index for site, index in targets.items() if site in activations}
+    offset = _hidden_state_offset(model)
+    targets = {f"blocks.{layer}.hook_resid_pre": layer - offset for layer in range(n_layers)}
+    targets.update(
+        {f"blocks.{layer}.hook_resid_post": layer + 1 - offset for layer in range(n_layers - 1)}
+    )
+    targets = {s: index for s, index in targets.items() if s in activations and index >= 0}
     errors = dict.fromkeys(targets, 0.0)
     for row in range(inputs.batch_size):
         hidden = _own_hidden_states(model, inputs, row)
@@ -281,6 +332,8 @@ def check_adapter(
     activations = adapter.capture(inputs, sites)
     padding = {side: _padding_errors(adapter, dataset, sites, side) for side in ("right", "left")}
     hidden = hidden_state_errors(adapter, inputs, activations)
+    reference = reference_model(adapter)
+    offset = _hidden_state_offset(reference) if reference is not None else 0
     sums = additivity_errors(adapter, inputs, activations)
     widths = expected_widths(adapter)
     batch_shape = tuple(inputs.attention_mask.shape)
@@ -314,7 +367,7 @@ def check_adapter(
             facts.append(f"own hidden state {hidden[site]:.0e}")
             if hidden[site] > state_rtol:
                 layer = layer_of(site) or 0
-                index = layer if site.endswith("resid_pre") else layer + 1
+                index = (layer if site.endswith("resid_pre") else layer + 1) - offset
                 problems.append(
                     f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
                     f"of its scale (tolerance {state_rtol:.0e})"

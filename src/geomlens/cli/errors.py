@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from geomlens.engine.defaults import DEFAULT_BATCH_SIZE
+
 
 def fail(message: str) -> typer.Exit:
     """Print one line ``error: …`` on stderr; the caller raises the returned exit (code 2)."""
@@ -29,6 +31,24 @@ USER_ERRORS = (ValueError, KeyError, TypeError, ImportError, OSError)
 def check_positive(flag: str, value: int | None, meaning: str) -> None:
     if value is not None and value < 1:
         raise fail(f"{flag} must be at least 1 ({meaning}); got {value}.")
+
+
+#: The largest --batch-size taken: far above what any model's forward pass holds in memory, so
+#: a larger number is a typo (10**30 was accepted and silently meant "everything at once").
+MAX_BATCH_SIZE = 65536
+
+
+def check_batch_size(value: int) -> None:
+    if not 1 <= value <= MAX_BATCH_SIZE:
+        shown = (
+            str(value)
+            if len(str(value)) <= 20
+            else f"{str(value)[:12]}... ({len(str(value))} digits)"
+        )
+        raise fail(
+            f"--batch-size must be from 1 to {MAX_BATCH_SIZE} (inputs per forward pass; "
+            f"{DEFAULT_BATCH_SIZE} is the default); got {shown}."
+        )
 
 
 def check_writable_file(flag: str, path: Path, suffixes: tuple[str, ...]) -> None:

@@ -78,8 +78,10 @@ def report_command(
     ] = None,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
+    from geomlens.cli.errors import check_batch_size
     from geomlens.report.runner import build_report, default_folder, existing_report
 
+    check_batch_size(batch_size)
     out = out if out is not None else default_folder(quick)
     replaced = existing_report(out)
     if replaced:

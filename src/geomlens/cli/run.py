@@ -11,6 +11,7 @@ import typer
 from geomlens.cli.data import first_rows, load_data
 from geomlens.cli.errors import (
     USER_ERRORS,
+    check_batch_size,
     check_positive,
     check_writable_file,
     error_message,
@@ -163,7 +164,7 @@ def run_command(
     # Everything the user typed is checked here, before a model is loaded or any work done.
     check_positive("--limit", limit, "the number of inputs to use")
     check_positive("--max-length", max_length, "tokens kept per input; omit it to keep all")
-    check_positive("--batch-size", batch_size, "inputs per forward pass")
+    check_batch_size(batch_size)
     check_positive("--checkpoint-every", checkpoint_every, "batches between checkpoints")
     if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
         raise fail(f"--dtype must be float32, bfloat16 or float16; got {dtype!r}.")

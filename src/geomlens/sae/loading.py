@@ -56,6 +56,12 @@ def _load_named(spec: str) -> SAE:
                 f"{' and '.join(SAE_FILES)} (what SAE.save_model writes)."
             )
         return read_sae_folder(path)
+    if spec.startswith(("/", "./", "../", "~", "\\")) or spec.split("/", 1)[0] in ("", ".", ".."):
+        # A path, not 'release/sae_id' (the release would be '' or '.'): say which is missing.
+        raise ValueError(
+            f"The SAE folder {path} does not exist; give a folder saved by sae-lens (holding "
+            f"{' and '.join(SAE_FILES)}) or 'release/sae_id' of a published SAE."
+        )
     if "/" not in spec:
         raise ValueError(
             f"SAE {spec!r} is neither an existing folder nor 'release/sae_id' (for example "

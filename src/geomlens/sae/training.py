@@ -30,6 +30,7 @@ from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset
 from geomlens.hooks.content_tokens import select_tokens, special_token_ids
 from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
+from geomlens.hooks.positions import max_positions
 from geomlens.results import atomic_write_text
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig
@@ -113,6 +114,11 @@ def _content_tokens(
     """Every real (non-padding) token's activation at ``site`` over ``rows``, batch by batch,
     on the CPU in float32, less the special tokens and attention sinks asked to be left out."""
     site = adapter.resolve_site(site)
+    # Never longer than the model's position table: the default 128 on a 64-position model
+    # failed however the user truncated the analysis's own pass (--max-length 64).
+    limit = max_positions(adapter)
+    if limit is not None and (max_length is None or max_length > limit):
+        max_length = limit
     watch = NonFiniteWatch()
     batches = dataset_batches(dataset, DEFAULT_BATCH_SIZE, rows)
     for number, batch in enumerate(
