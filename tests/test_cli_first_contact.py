@@ -105,10 +105,16 @@ def test_wrongly_typed_option_names_the_option_and_its_type(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("flag", "meaning"), [("--limit", "inputs"), ("--max-length", "tokens"), ("--batch-size", "")]
+    ("flag", "bound", "meaning"),
+    [
+        ("--limit", "at least 1", "inputs"),
+        ("--max-length", "at least 1", "tokens"),
+        # The batch size has an upper bound too (issue 19): its message names the whole range.
+        ("--batch-size", "from 1 to 65536", "inputs per forward pass"),
+    ],
 )
-def test_zero_counts_are_refused_not_reinterpreted(flag, meaning):
-    one_line_error(runner.invoke(app, [*RUN, flag, "0"]), flag, "at least 1", meaning)
+def test_zero_counts_are_refused_not_reinterpreted(flag, bound, meaning):
+    one_line_error(runner.invoke(app, [*RUN, flag, "0"]), flag, bound, meaning, "got 0")
 
 
 def test_site_given_twice_is_refused():
