@@ -253,6 +253,7 @@ def test_alpha_and_pooled_rows_are_those_of_the_hf_hidden_states():
     # ..."), read by plain torch hooks (hidden_states[-1] has the final layer norm applied).
     outputs: list[torch.Tensor] = []
     blocks = model.transformer.h
+
     def keep(module, args, out):
         outputs.append(out[0] if isinstance(out, tuple) else out)
 
