@@ -96,3 +96,101 @@ def test_pooled_rows_stay_on_the_device_until_finalize():
     real.add_coordinates(np.array([2, 0, 1]), np.array([5.0, 3.0, 4.0]))
     stimuli = real.stimuli("site")
     np.testing.assert_array_equal(stimuli.vectors, values[[1, 2, 0]].double().numpy())
+
+
+#: Every way a tensor's values come back to the host (a GPU waits for its queue at each).
+HOST_READS = ("cpu", "numpy", "item", "tolist", "__float__", "__int__", "__bool__", "__index__",
+              "__array__")  # fmt: skip
+#: The second forward passes inside some updates: the model's code, not the analysis's.
+MODEL_PASSES = (
+    "geomlens.analyses.linearization_effect.capture_from_layer",
+    "geomlens.analyses.sae_features.analysis.capture_from_layer",
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_adapter():
+    from helpers.tiny_models import tiny_gpt2
+
+    hf_model, tokenizer = tiny_gpt2()
+    return gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["abstraction", "ccgp", "linearization-effect", "similarity", "resolution", "sae-features"],
+)
+def test_updates_read_nothing_back_to_the_host(name, tiny_adapter, monkeypatch):
+    """Each analysis's own update (not the engine, not the model's passes) calls none of
+    HOST_READS on any tensor in a whole run of its recipe; finalize reads what it needs."""
+    from helpers.recipes import RECIPES
+
+    from geomlens.analyses.catalog import analysis_class
+
+    reads: list[str] = []
+    counting = [False]
+
+    def counted(name, original):
+        def read(self, *args, **kwargs):
+            if counting[0]:
+                reads.append(name)
+            return original(self, *args, **kwargs)
+
+        return read
+
+    for read in HOST_READS:
+        monkeypatch.setattr(torch.Tensor, read, counted(read, getattr(torch.Tensor, read)))
+
+    def while_counting(function, on):
+        def call(*args, **kwargs):
+            before, counting[0] = counting[0], on
+            try:
+                return function(*args, **kwargs)
+            finally:
+                counting[0] = before
+
+        return call
+
+    cls = analysis_class(name)
+    monkeypatch.setattr(cls, "update", while_counting(cls.update, True))
+    for path in MODEL_PASSES:
+        module, attribute = path.rsplit(".", 1)
+        monkeypatch.setattr(path, while_counting(getattr(__import__(module, fromlist=["_"]),
+                                                         attribute), False))  # fmt: skip
+    recipe = RECIPES[name]
+    result = gl.run(name, tiny_adapter, recipe.rows(), **recipe.run_options())
+    assert result.metrics  # the run finished; finalize read its state back
+    assert reads == [], f"{name}'s update read tensors back to the host: {sorted(set(reads))}"
+
+
+def test_concept_and_sae_states_stay_on_the_device_until_finalize():
+    """abstraction's class-mean sums and ccgp's rows, and sae-features' counts, fill on the
+    meta device, which cannot be read: a read per batch would raise."""
+    from geomlens.analyses.abstraction import Abstraction
+    from geomlens.analyses.ccgp import CCGP
+    from geomlens.analyses.sae_features.counting import SiteState, count_active
+    from geomlens.hooks.content_tokens import TokenSelection
+
+    rng = np.random.default_rng(2)
+    activations = torch.as_tensor(rng.normal(size=(24, 5, 4)), dtype=torch.float32)
+    mask = torch.arange(5) < torch.as_tensor(rng.integers(1, 6, size=24))[:, None]
+    adapter = RecordedAdapter({SITE: activations}, attention_mask=mask, device="meta")
+    columns = {"concept": np.arange(24) % 2, "context": np.arange(24) // 6}
+    alpha, probe, counter = Abstraction(site=SITE), CCGP(site=SITE), CountBatches()
+    try:
+        stream([alpha, probe, counter], adapter, gl.Dataset(num_rows=24, columns=columns),
+               batch_size=5, progress=False)  # fmt: skip
+    except RuntimeError as error:
+        assert "meta" in str(error)
+    assert counter.batches == 5
+    assert alpha.state.sums[SITE].device.type == "meta"
+    assert {chunk.device.type for chunk in probe.state.rows[SITE]} == {"meta"}
+
+    state, m = SiteState.empty(7), 7
+    latents = torch.zeros(3, 5, m, device="meta")
+    real = torch.ones(3, 5, dtype=torch.bool, device="meta")
+    selection = TokenSelection(real=real, special=real & False, sink=real & False)
+    conditions = np.array(["calibration", "heldout", "noise"])
+    count_active(state, latents, selection, conditions, threshold=0.0, pool_top_k=2)
+    assert state.first_seen.device.type == "meta"
+    assert state.conditions["noise"].pending_latents[0].device.type == "meta"

@@ -233,3 +233,65 @@ def test_linearised_pass_starts_at_the_linearised_layer(backend, mode, monkeypat
     assert resumed.metrics.keys() == full.metrics.keys()
     for key, value in full.metrics.items():
         assert resumed.metrics[key] == pytest.approx(value, rel=1e-6, abs=1e-9, nan_ok=True), key
+
+
+def test_alpha_and_pooled_rows_are_those_of_the_hf_hidden_states():
+    """abstraction's α, linearization-effect's base α and the rows ccgp's probes read, against
+    the Hugging Face model's own hidden states at the marked word, one text at a time."""
+    from geomlens.analyses.ccgp import CCGP
+    from geomlens.engine import stream
+
+    model, tokenizer = tiny_gpt2()
+    data = tiny_concepts()
+    adapter = gl.attach(model, tokenizer=tokenizer)
+    options = {"n_bootstrap": 20, "n_shuffles": 10, "batch_size": 3}
+    alpha = gl.run("abstraction", adapter, data, **options)
+    effect = gl.run("linearization-effect", adapter, data, **options)
+    probe = CCGP()
+    stream([probe], adapter, gl.data.as_dataset(data), batch_size=3)
+    # Per text: [layers, d], each block's output at the marked word (position 1 of "the [[w]]
+    # ..."), read by plain torch hooks (hidden_states[-1] has the final layer norm applied).
+    outputs: list[torch.Tensor] = []
+    blocks = model.transformer.h
+
+    def keep(module, args, out):
+        outputs.append(out[0] if isinstance(out, tuple) else out)
+
+    handles = [block.register_forward_hook(keep) for block in blocks]
+    hidden = []
+    try:
+        with torch.no_grad():
+            for text in plain_texts(data):
+                outputs.clear()
+                model(tokenizer(text, return_tensors="pt")["input_ids"])
+                hidden.append(np.stack([out[0, 1].double().numpy() for out in outputs]))
+    finally:
+        for handle in handles:
+            handle.remove()
+    hidden = np.stack(hidden)
+    tasks, concepts = np.asarray(data["task"]), np.asarray(data["concept"])
+    base = {
+        (r["site"], r["task"]): r["alpha"]
+        for r in effect.tables["per_task"]
+        if r["condition"] == "base"
+    }
+    for layer in range(2):
+        site = f"blocks.{layer}.hook_resid_post"
+        for task in PAIRS:
+            mine = tasks == task
+            rows = hidden[mine, layer]
+            # One row per (concept, context), contexts in data order: the differences' cosines.
+            differences = rows[concepts[mine] == "second"] - rows[concepts[mine] == "first"]
+            unit = differences / np.linalg.norm(differences, axis=1, keepdims=True)
+            cosines = unit @ unit.T
+            expected = cosines[np.triu_indices(len(unit), k=1)].mean()
+            got = next(
+                r["alpha"]
+                for r in alpha.tables["per_task"]
+                if (r["site"], r["task"]) == (site, task)
+            )
+            assert got == pytest.approx(expected, rel=1e-5, abs=1e-6)
+            assert base[(site, task)] == pytest.approx(expected, rel=1e-5, abs=1e-6)
+            pooled, concept, _ = probe.state.pooled(site, task)
+            np.testing.assert_allclose(pooled, rows, rtol=1e-5, atol=1e-5)
+            assert list(concept) == list(concepts[mine])

@@ -26,6 +26,7 @@ from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
 from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
 from geomlens.hooks.base import Adapter, layer_of
+from geomlens.hooks.inputs import to_device
 from geomlens.hooks.pooling import pool_tokens
 from geomlens.plain_state import state_class
 
@@ -64,13 +65,14 @@ def default_concept_data(adapter: Adapter) -> dict[str, list[str]]:
 
 def pooled_rows(
     activations: dict[str, torch.Tensor], batch: Batch, site: str, pooling: str
-) -> np.ndarray:
-    """``[B, d]`` float64: one vector per row of the batch at ``site``."""
+) -> torch.Tensor:
+    """``[B, d]`` float64 on the activations' device: one vector per row of the batch at
+    ``site`` (nothing is read back to the host)."""
     how = pooling
     if how == "auto":
         how = "span" if batch.inputs.span_mask is not None else "mean"
     vectors = pool_tokens(activations[site], batch.attention_mask, how, batch.inputs.span_mask)
-    return vectors.reshape(vectors.shape[0], -1).to(torch.float64).cpu().numpy()
+    return vectors.detach().reshape(vectors.shape[0], -1).to(torch.float64)
 
 
 def batch_labels(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -88,21 +90,58 @@ def batch_labels(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tasks.astype(str), columns["concept"].astype(str), columns["context"].astype(str)
 
 
+Cell = tuple[str, str, str]  # (task, concept, context)
+
+
 @state_class
 class ConceptState:
-    """Mergeable, picklable state of one concept analysis over several sites.
+    """Mergeable, plain-data state of one concept analysis over several sites.
 
-    ``means``: ``{(site, task, concept, context): [sum vector, count]}``, always kept.
-    ``rows`` (when ``keep_rows``): the pooled ``[N, d]`` rows per site with their dataset
-    index and labels — a concept set is thousands of rows, which fit in memory.
+    Per site, the class-mean sums of every (task, concept, context) cell stay where the
+    activations are (a float64 ``[cells, d]`` tensor, filled with ``index_add_``) and the cells'
+    counts, known from the labels, on the host; when ``keep_rows``, the pooled ``[N, d]`` rows
+    per site stay on the device too, with their dataset index and labels on the host (a concept
+    set is thousands of rows). Nothing is read back per batch: the tensors come to the host,
+    once, the first time the state is read (:attr:`means`, :meth:`class_means`,
+    :meth:`pooled`: in the analyses' finalize).
     """
 
     def __init__(self, keep_rows: bool) -> None:
         self.keep_rows = keep_rows
-        self.means: dict[tuple[str, str, str, str], list[Any]] = {}
-        self.rows: dict[str, list[np.ndarray]] = {}
+        #: Each (task, concept, context) cell's row in the sums, in order of first sight.
+        self.cells: dict[Cell, int] = {}
+        self.sums: dict[str, torch.Tensor] = {}
+        self.counts: dict[str, list[int]] = {}
+        self.rows: dict[str, list[torch.Tensor]] = {}
         self.index: list[np.ndarray] = []
         self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _cell_ids(self, cells: Sequence[Cell]) -> np.ndarray:
+        return np.asarray([self.cells.setdefault(c, len(self.cells)) for c in cells], np.int64)
+
+    def _grown(self, site: str, width: int, device: torch.device) -> torch.Tensor:
+        """The sums at ``site`` on ``device``, with a zero row (and count) for every cell not
+        seen there yet."""
+        sums = self.sums.get(site)
+        if sums is None:
+            sums = torch.zeros(0, width, dtype=torch.float64, device=device)
+        sums = sums.to(device)
+        missing = len(self.cells) - len(sums)
+        if missing:
+            zeros = torch.zeros(missing, sums.shape[1], dtype=sums.dtype, device=device)
+            sums = torch.cat([sums, zeros])
+        counts = self.counts.get(site, np.zeros(0, np.int64))
+        self.counts[site] = np.pad(counts, (0, len(self.cells) - len(counts)))
+        return sums
+
+    def _add(self, site: str, ids: np.ndarray, vectors: torch.Tensor, counts: np.ndarray) -> None:
+        """Add ``vectors`` [n, d] to the sums of cells ``ids`` at ``site`` on the vectors'
+        device, and ``counts`` [n] to their counts on the host."""
+        sums = self._grown(site, vectors.shape[1], vectors.device)
+        # On the CPU the rows of one cell add in row order (the same sums as adding them one by
+        # one); CUDA's atomic adds take them in any order (float64: ~1e-16 relative).
+        self.sums[site] = sums.index_add_(0, to_device(ids, sums.device), vectors)
+        np.add.at(self.counts[site], ids, counts)
 
     def update(
         self,
@@ -112,38 +151,60 @@ class ConceptState:
         pooling: str,
     ) -> None:
         tasks, concepts, contexts = batch_labels(batch)
-        cells = list(zip(tasks, concepts, contexts))
+        ids = self._cell_ids(list(zip(tasks.tolist(), concepts.tolist(), contexts.tolist())))
+        ones = np.ones(len(ids), np.int64)
         for site in sites:
             vectors = pooled_rows(activations, batch, site, pooling)
-            for row, cell in enumerate(cells):
-                entry = self.means.setdefault((site, *cell), [np.zeros(vectors.shape[1]), 0])
-                entry[0] += vectors[row]
-                entry[1] += 1
+            self._add(site, ids, vectors, ones)
             if self.keep_rows:
-                self.rows.setdefault(site, []).append(vectors.astype(np.float32))
+                self.rows.setdefault(site, []).append(vectors.to(torch.float32))
         if self.keep_rows:
             self.index.append(np.asarray(batch.index))
             self.labels.append((tasks, concepts, contexts))
 
     def merge(self, other: ConceptState) -> None:
-        for key, (total, count) in other.means.items():
-            entry = self.means.setdefault(key, [np.zeros_like(total), 0])
-            entry[0] = entry[0] + total
-            entry[1] += count
+        ids = self._cell_ids(sorted(other.cells, key=other.cells.__getitem__))
+        for site, sums in other.sums.items():
+            mine = self.sums.get(site)
+            device = mine.device if mine is not None else sums.device
+            n = len(sums)  # other's cells seen at this site: its first n
+            self._add(site, ids[:n], sums.to(device), other.counts[site][:n])
         for site, chunks in other.rows.items():
             self.rows.setdefault(site, []).extend(chunks)
         self.index.extend(other.index)
         self.labels.extend(other.labels)
 
+    def _to_host(self) -> None:
+        """The device tensors moved to the CPU, in place (one read per site and kind)."""
+        for site, sums in self.sums.items():
+            self.sums[site] = sums.cpu()
+        for site, chunks in self.rows.items():
+            if len(chunks) != 1 or chunks[0].device.type != "cpu":
+                device = chunks[-1].device
+                self.rows[site] = [torch.cat([c.to(device) for c in chunks]).cpu()]
+
+    @property
+    def means(self) -> dict[tuple[str, str, str, str], list[Any]]:
+        """``{(site, task, concept, context): [sum vector (numpy), count]}`` of every cell
+        seen at each site."""
+        self._to_host()
+        cells = sorted(self.cells, key=self.cells.__getitem__)
+        return {
+            (site, *cells[j]): [self.sums[site][j].numpy(), int(count)]
+            for site, counts in self.counts.items()
+            for j, count in enumerate(counts)
+            if count
+        }
+
     @property
     def empty(self) -> bool:
-        return not self.means
+        return not self.sites()
 
     def sites(self) -> list[str]:
-        return list(dict.fromkeys(site for site, *_ in self.means))
+        return [site for site, counts in self.counts.items() if counts.any()]
 
     def tasks(self) -> list[str]:
-        return sorted({task for _, task, _, _ in self.means})
+        return sorted({task for task, _, _ in self.cells})
 
     def class_means(self, site: str, task: str) -> tuple[list[str], list[str], np.ndarray]:
         """(concept values, contexts, means ``[2, k, d]``), contexts with both values only."""
@@ -177,9 +238,10 @@ class ConceptState:
 
     def pooled(self, site: str, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows ``[n, d]``, concept, context) of one task at one site, in dataset order."""
+        self._to_host()
         order = np.argsort(np.concatenate(self.index), kind="stable")
         tasks, concepts, contexts = (np.concatenate(part)[order] for part in zip(*self.labels))
-        rows = np.concatenate(self.rows[site])[order]
+        rows = self.rows[site][0].numpy()[order]
         chosen = tasks == task
         return rows[chosen].astype(np.float64), concepts[chosen], contexts[chosen]
 

@@ -86,14 +86,18 @@ class PooledRows:
         )
 
 
-def _host(values: Any) -> np.ndarray:
-    """Rows as a CPU array (pooled vectors are kept on the device until finalize)."""
-    return values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+def _host(parts: list[Any]) -> np.ndarray:
+    """Rows as one CPU array (pooled vectors are kept on the device until finalize: joined
+    there, they come back in one read)."""
+    if parts and all(isinstance(v, torch.Tensor) for v in parts):
+        device = parts[-1].device
+        return torch.cat([v.to(device) for v in parts]).cpu().numpy()
+    return np.concatenate([v.cpu().numpy() if isinstance(v, torch.Tensor) else v for v in parts])
 
 
 def _sorted(chunks: list[tuple[np.ndarray, Any]]) -> tuple[np.ndarray, np.ndarray]:
     index = np.concatenate([i for i, _ in chunks])
-    values = np.concatenate([_host(v) for _, v in chunks])
+    values = _host([v for _, v in chunks])
     order = np.argsort(index, kind="stable")
     if len(np.unique(index)) != len(index):
         raise ValueError("The same dataset row was seen twice; merge states of disjoint rows only.")

@@ -46,13 +46,7 @@ class ModelInputs:
         target = torch.device(device)
 
         def move(t: torch.Tensor | None) -> torch.Tensor | None:
-            if t is None or t.device == target:
-                return t
-            if target.type == "cuda" and t.device.type == "cpu":
-                # From pinned memory without blocking: a plain copy from pageable memory makes
-                # the host wait for the GPU's queue once per batch.
-                return t.pin_memory().to(target, non_blocking=True)
-            return t.to(target)
+            return None if t is None else to_device(t, target)
 
         return replace(
             self,
@@ -62,6 +56,20 @@ class ModelInputs:
             span_mask=move(self.span_mask),
             extra={k: move(v) if isinstance(v, torch.Tensor) else v for k, v in self.extra.items()},
         )
+
+
+def to_device(values: torch.Tensor | np.ndarray, device: torch.device | str) -> torch.Tensor:
+    """``values`` (a tensor, or host data such as a batch's labels) on ``device``, without
+    making the host wait for the device: from the CPU to CUDA the copy goes through pinned
+    memory without blocking, since a plain copy from pageable memory waits for the GPU's queue
+    (once per batch, in a loop over batches)."""
+    tensor = torch.as_tensor(values)
+    target = torch.device(device)
+    if tensor.device == target:
+        return tensor
+    if target.type == "cuda" and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(target, non_blocking=True)
+    return tensor.to(target)
 
 
 def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:

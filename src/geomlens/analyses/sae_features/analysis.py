@@ -35,7 +35,7 @@ from geomlens.analyses.sae_features.splicing import (
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
 from geomlens.hooks.base import Adapter, layer_of
 from geomlens.hooks.content_tokens import TokenSelection, select_tokens, special_token_ids
-from geomlens.hooks.inputs import ModelInputs
+from geomlens.hooks.inputs import ModelInputs, to_device
 from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
@@ -262,18 +262,18 @@ class SAEFeatures(Analysis):
         selection: TokenSelection,
         conditions: np.ndarray,
     ) -> None:
-        """Per condition, on content tokens: the sums the explained variance is made of."""
+        """Per condition, on content tokens: the sums the explained variance is made of (kept
+        on the device)."""
         content = selection.content.to(activation.device)
         x = activation.detach().to(torch.float64)
         residual_sq = ((x - reconstruction.to(torch.float64)) ** 2).sum(-1) * content
         input_sq = (x**2).sum(-1) * content
-        for name in dict.fromkeys(conditions):
-            rows = torch.from_numpy(conditions == name).to(activation.device)
+        for name in dict.fromkeys(conditions.tolist()):
+            rows = to_device(np.flatnonzero(conditions == name), activation.device)
             stats = state.conditions.setdefault(str(name), ConditionStats())
-            stats.residual_sq += float(residual_sq[rows].sum())
-            stats.input_sq += float(input_sq[rows].sum())
-            total = (x[rows] * content[rows][..., None]).sum(dim=(0, 1)).cpu().numpy()
-            stats.input_sum = total if stats.input_sum is None else stats.input_sum + total
+            stats.add("residual_sq", residual_sq[rows].sum())
+            stats.add("input_sq", input_sq[rows].sum())
+            stats.add("input_sum", (x[rows] * content[rows][..., None]).sum(dim=(0, 1)))
 
     # -- splicing ------------------------------------------------------------------------------
     def _reconstruct(
@@ -346,8 +346,9 @@ class SAEFeatures(Analysis):
         needed = np.flatnonzero(conditions != CALIBRATION)
         inputs = _rows(batch.inputs, needed)
         keep = torch.from_numpy(needed)
-        clean = batch.activations[output][keep.to(batch.activations[output].device)]
-        mask, conditions = mask[keep.to(mask.device)], conditions[needed]
+        clean = batch.activations[output]
+        clean = clean[to_device(keep, clean.device)]
+        mask, conditions = mask[to_device(keep, mask.device)], conditions[needed]
         with torch.no_grad():
             with adapter.intervene(site, lambda act: self._reconstruct(sae, act, inputs)):
                 spliced = self._spliced_pass(site, batch, inputs, keep)
@@ -358,6 +359,7 @@ class SAEFeatures(Analysis):
                     site, lambda act: self._reconstruct(sae, act, inputs, permutation)
                 ):
                     shuffled = self._spliced_pass(site, batch, inputs, keep)
+        device = clean.device
         if self.loss_kind == SMOOTHED_BITS:
             state.vocab_size = int(clean.shape[-1])
             ids = inputs.input_ids
@@ -371,26 +373,22 @@ class SAEFeatures(Analysis):
                 else torch.full_like(model_loss, math.nan)
             )
         else:
-            predicted = mask.sum(-1)
-            model_loss = torch.zeros(len(mask), dtype=torch.float64)
+            predicted = mask.to(device).sum(-1)
+            model_loss = torch.zeros(len(mask), dtype=torch.float64, device=device)
             proxy_loss = cosine_distance_per_sequence(clean, spliced, mask)
             shuffled_loss = (
                 cosine_distance_per_sequence(clean, shuffled, mask)
                 if shuffled is not None
                 else torch.full_like(model_loss, math.nan)
             )
-        for row, condition in enumerate(conditions):
-            if int(predicted[row]) == 0 or condition == CALIBRATION:
-                continue
+        # [n, 4] on the device; inputs that predicted no token are dropped when it settles.
+        losses = torch.stack(
+            [model_loss, proxy_loss.to(device), shuffled_loss.to(device), predicted.double()], -1
+        )
+        for condition in dict.fromkeys(conditions.tolist()):
+            rows = to_device(np.flatnonzero(conditions == condition), device)
             stats = state.conditions.setdefault(str(condition), ConditionStats())
-            stats.losses.append(
-                (
-                    float(model_loss[row]),
-                    float(proxy_loss[row]),
-                    float(shuffled_loss[row]),
-                    int(predicted[row]),
-                )
-            )
+            stats.pending_losses.append(losses[rows])
 
     # -- merge and finalise --------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -430,6 +428,7 @@ class SAEFeatures(Analysis):
             "notes": [],
         }
         for site, state in self.states.items():
+            state.settle()  # the device's counts come to the host, once
             summarize_site(
                 site,
                 state,

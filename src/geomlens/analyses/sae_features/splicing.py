@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from geomlens.hooks.inputs import to_device
+
 #: What ``geomlens.analyses.sae_features`` re-exports from here (``reconstruct`` is the
 #: analysis's own).
 __all__ = ["cosine_distance_per_sequence", "smoothed_bits_per_sequence"]
@@ -35,7 +37,7 @@ def reconstruct(
         top = latents.topk(min(splice_top_k, latents.shape[-1]), dim=-1)
         latents = torch.zeros_like(latents).scatter_(-1, top.indices, top.values)
     if permutation is not None:
-        latents = latents[..., permutation.to(latents.device)]
+        latents = latents[..., to_device(permutation, latents.device)]
     spliced = sae.decode(latents).to(activation.dtype)
     if keep_original is None:
         return spliced
@@ -46,7 +48,8 @@ def smoothed_bits_per_sequence(
     logits: torch.Tensor, input_ids: torch.Tensor, mask: torch.Tensor, a: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean smoothed bits ``-log2((1 - a) p + a / V)`` of each sequence's next tokens, and how
-    many tokens were predicted (positions t whose token t+1 is also real)."""
+    many tokens were predicted (positions t whose token t+1 is also real); on the logits'
+    device (sae-features reads them back in finalize)."""
     log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
     vocab = logits.shape[-1]
     targets = input_ids[:, 1:].to(log_probs.device)
@@ -55,15 +58,15 @@ def smoothed_bits_per_sequence(
     bits = -torch.log2((1.0 - a) * p + a / vocab)
     counts = valid.sum(-1)
     means = (bits * valid).sum(-1) / counts.clamp(min=1)
-    return means.cpu(), counts.cpu()
+    return means, counts
 
 
 def cosine_distance_per_sequence(
     clean: torch.Tensor, edited: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
-    """Mean over each sequence's real tokens of ``1 - cos(clean, edited)``."""
+    """Mean over each sequence's real tokens of ``1 - cos(clean, edited)``, on their device."""
     cosine = torch.nn.functional.cosine_similarity(
         clean.to(torch.float64), edited.to(torch.float64), dim=-1
     )
     valid = mask.to(cosine.device)
-    return (((1.0 - cosine) * valid).sum(-1) / valid.sum(-1).clamp(min=1)).cpu()
+    return ((1.0 - cosine) * valid).sum(-1) / valid.sum(-1).clamp(min=1)
