@@ -248,3 +248,21 @@ def test_a_result_file_that_is_a_pickle_is_refused_and_nothing_runs(tmp_path):
     with pytest.raises(ValueError, match="not a geomlens result"):
         Result.from_json(path)
     assert not marker.exists()
+
+
+def test_a_checkpoint_of_another_format_is_refused_naming_both_formats(tmp_path):
+    """A checkpoint written by a geomlens whose states had other fields (format 1, before the
+    concept and SAE states kept device sums) is refused in one line, not half-loaded."""
+    from geomlens.engine.checkpoint import CHECKPOINT_FORMAT, Checkpoint
+    from geomlens.plain_state import read_file, to_bytes
+
+    folder = tmp_path / "ckpt"
+    adapter = gl.load(_gpt2_folder(tmp_path), backend="nnsight")
+    gl.run("activation-stats", adapter, ["the king sat", "a cat"], checkpoint=folder)
+    path = folder / "state-rank0-of-1.pt"
+    payload = read_file(path, "cpu")
+    payload["format"] = CHECKPOINT_FORMAT - 1
+    path.write_bytes(to_bytes(payload))
+    checkpoint = Checkpoint(folder, payload["arguments"])
+    with pytest.raises(ValueError, match=rf"format {CHECKPOINT_FORMAT - 1} .*reads format "):
+        checkpoint.load("cpu")

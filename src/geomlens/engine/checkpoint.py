@@ -27,7 +27,8 @@ from geomlens.engine.distributed import SINGLE_PROCESS, Shard
 from geomlens.plain_state import UnsafeStateError, read_file, to_bytes
 from geomlens.results import atomic_write_bytes
 
-CHECKPOINT_FORMAT = 1
+#: 2: concept and SAE states hold device sums (issue 21); a format-1 state does not fit them.
+CHECKPOINT_FORMAT = 2
 
 
 class RowDigest:
@@ -192,6 +193,13 @@ class Checkpoint:
     def _check_layout(self, payload: Any) -> None:
         """A checkpoint of this format: a dict with every field, of the types saved."""
         fields = {"arguments": dict, "progress": dict, "rng": dict, "states": list}
+        written = payload.get("format") if isinstance(payload, dict) else None
+        if isinstance(written, int) and written != CHECKPOINT_FORMAT:
+            raise UnsafeStateError(
+                f"Refused checkpoint {self.path}: it was written in checkpoint format {written} "
+                f"by another geomlens version; this one reads format {CHECKPOINT_FORMAT}. Rerun "
+                "from the start in another checkpoint directory (or delete this one)."
+            )
         wrong = (
             not isinstance(payload, dict)
             or payload.get("format") != CHECKPOINT_FORMAT
