@@ -61,3 +61,37 @@ def test_each_analysis_reports_its_own_cost(planted_pair):
         assert provenance["cost_seconds"] >= own
     # An even split of the pass would give the two the same update time; they differ.
     assert updating["update_seconds"] > ending["update_seconds"] + BATCHES * SLEEP / 2
+
+
+def test_setup_time_is_counted_where_it_was_spent():
+    """An analysis that prepares before its first batch (sae-features training its SAE) is
+    charged for it: the time is in its setup_seconds and its cost, not lost."""
+
+    class SlowSetup(gl.Analysis):
+        """Sleeps a known time in setup."""
+
+        def setup(self, context):
+            super().setup(context)
+            time.sleep(3 * SLEEP)
+
+        def sites(self, adapter):
+            return [SITE]
+
+        def update(self, batch):
+            pass
+
+        def merge(self, other):
+            pass
+
+        def finalize(self):
+            return gl.Result(self.name, metrics={"summary.value": 1.0})
+
+    gl.register_analysis("test-cost-slow-setup")(SlowSetup)
+    try:
+        activations = {SITE: np.zeros((BATCHES * 8, 4), dtype=np.float32)}
+        results = gl.run(["test-cost-slow-setup"], activations, batch_size=8, progress=False)
+    finally:
+        ANALYSES._entries.pop("test-cost-slow-setup")
+    provenance = results["test-cost-slow-setup"].provenance
+    assert provenance["setup_seconds"] >= 3 * SLEEP
+    assert provenance["cost_seconds"] >= provenance["setup_seconds"]

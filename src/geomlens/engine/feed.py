@@ -157,6 +157,9 @@ class FeedSummary:
     #: extra forward pass it runs itself), by analysis name. Host time: on an asynchronous
     #: device, work still queued is counted where the host next waits for it.
     update_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Seconds spent in each analysis's ``setup`` before the first batch (e.g. sae-features
+    #: training or loading its SAE), by analysis name.
+    setup_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Rows this rank had already folded in when the run resumed from a checkpoint (0: a fresh
     #: start).
     resumed_rows: int = 0
@@ -213,9 +216,12 @@ def _feed(
     sites = union_sites(analyses, adapter)
     num_examples = len(data) if sized else data.length
     context = RunContext(adapter, num_examples, settings.seed, columns)
+    setup_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
     for analysis in analyses:
         if analysis.context is None:
+            setup_started = time.perf_counter()
             analysis.setup(context)
+            setup_seconds[analysis.name] = time.perf_counter() - setup_started
     saved = checkpoint.load(adapter.device) if checkpoint is not None else None
     done = saved.progress if saved is not None else Progress()
     if saved is not None:
@@ -310,6 +316,7 @@ def _feed(
         tokens=tokens + done.tokens,
         shared_seconds=shared_seconds,
         update_seconds=update_seconds,
+        setup_seconds=setup_seconds,
         resumed_rows=saved.progress.rows if saved is not None else 0,
     )
     if checkpoint is not None:
@@ -362,14 +369,18 @@ def analysis_cost(
     """What one analysis of a fused pass cost, in seconds (this rank's pass; provenance keys).
 
     ``shared_pass_seconds``: encoding and capturing the batches, done once for all ``fused``
-    analyses; ``update_seconds``: this analysis's own per-batch work (measured, including any
-    second forward pass it runs, e.g. linearization-effect's); ``finalize_seconds``: its
-    statistics after the pass (bootstraps, shuffles, probes); ``cost_seconds``: its own work
-    plus an equal share of the shared pass.
+    analyses; ``setup_seconds``: this analysis's preparation before the first batch (e.g.
+    training or loading an SAE); ``update_seconds``: its own per-batch work (measured,
+    including any second forward pass it runs, e.g. linearization-effect's);
+    ``finalize_seconds``: its statistics after the pass (bootstraps, shuffles, probes);
+    ``cost_seconds``: its own work (setup, updates, finalize) plus an equal share of the shared
+    pass.
     """
-    own = summary.update_seconds.get(name, 0.0) + finalize_seconds
+    setup = summary.setup_seconds.get(name, 0.0)
+    own = setup + summary.update_seconds.get(name, 0.0) + finalize_seconds
     return {
         "shared_pass_seconds": round(summary.shared_seconds, 4),
+        "setup_seconds": round(setup, 4),
         "update_seconds": round(summary.update_seconds.get(name, 0.0), 4),
         "cost_seconds": round(own + summary.shared_seconds / max(fused, 1), 4),
     }

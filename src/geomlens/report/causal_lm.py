@@ -40,8 +40,17 @@ class SectionAnalysis:
     name: str
     options: Callable[[Any], dict[str, Any]]
     claim: str
-    data: Callable[[Any], Any] | None = None
+    data: Callable[[Any, bool], Any] | None = None
     after: Callable[[Any, Result, bool], dict[str, float]] | None = None
+    #: Options that replace ``options``' in a quick run (``quick_options(adapter)``).
+    quick_options: Callable[[Any], dict[str, Any]] | None = None
+
+    def run_options(self, adapter: Any, quick: bool) -> dict[str, Any]:
+        """The options the section runs the analysis with (a quick run's replace some)."""
+        options = self.options(adapter)
+        if quick and self.quick_options is not None:
+            options = {**options, **self.quick_options(adapter)}
+        return options
 
 
 def _spread_layers(adapter: Any, count: int) -> list[str]:
@@ -64,13 +73,48 @@ def _output_of_penultimate_and_last(adapter: Any) -> list[str]:
 #: 720 rows instead of the table's 2,772, each run twice (base and linearised) through a
 #: 30-layer model, to keep the default report within its time budget on two CPU cores.
 SECTION_WORD_PAIRS = 24
+#: Rows each pass of a quick section keeps at most (the encoder's quick passes keep 64): a row
+#: through SmolLM2 (30 layers of width 576, a 49,152-token head) costs several MiniLM rows, and
+#: ``--quick`` has two minutes for everything on two CPU cores.
+QUICK_CAUSAL_LM_ROWS = 32
+#: A quick section's language pairs for the linearisation: English with each other language
+#: (5 of the 15 pairs).
+QUICK_LANGUAGE_PAIRS = ("en-es", "en-fr", "en-de", "en-it", "en-pt")
+#: Held-out paragraphs of a quick section's LM-loss cost (the full section's: 16).
+QUICK_HELDOUT_PARAGRAPHS = 2
 
 
-def _bilingual_concepts(adapter: Any) -> Any:
+def quick_note(sae_training: dict[str, Any] | None) -> str:
+    """What a quick section cut, in words, for the page (``sae_training``: the training
+    overrides sae-features ran with; empty when it reused the full report's cached SAE)."""
+    from geomlens.data.concepts import BILINGUAL_LANGUAGES
+
+    all_pairs = len(BILINGUAL_LANGUAGES) * (len(BILINGUAL_LANGUAGES) - 1) // 2
+    if sae_training:
+        tokens = sae_training.get("tokens")
+        sae = (
+            f"a small quick SAE ({tokens:,} training tokens, cached apart from the full "
+            "report's)"
+            if tokens
+            else f"a quick SAE (training {sae_training}, cached apart from the full report's)"
+        )
+    else:
+        sae = "the full report's cached SAE"
+    return (
+        f"A quick run: each pass of this section kept at most about {QUICK_CAUSAL_LM_ROWS} rows "
+        "(whole trials and contexts, every test and condition), the linearisation ran on "
+        f"{len(QUICK_LANGUAGE_PAIRS)} of the {all_pairs} language pairs and its LM-loss cost on "
+        f"{QUICK_HELDOUT_PARAGRAPHS} held-out paragraphs, and sae-features used {sae}. The "
+        "numbers are a first look; `geomlens report` without --quick runs the whole section."
+    )
+
+
+def _bilingual_concepts(adapter: Any, quick: bool) -> Any:
     """Seed 003's concepts: a word's language across translation pairs (shipped)."""
     from geomlens.data.concepts import bilingual_concepts
 
-    return bilingual_concepts(max_word_pairs=SECTION_WORD_PAIRS)
+    pairs = QUICK_LANGUAGE_PAIRS if quick else None
+    return bilingual_concepts(pairs, max_word_pairs=SECTION_WORD_PAIRS)
 
 
 def _heldout_lm_loss(adapter: Any, result: Result, quick: bool) -> dict[str, float]:
@@ -83,7 +127,7 @@ def _heldout_lm_loss(adapter: Any, result: Result, quick: bool) -> dict[str, flo
         adapter,
         layers=list(linearization["layers"]),
         mode=linearization["mode"],
-        texts=None if not quick else _heldout_paragraphs(4),
+        texts=None if not quick else _heldout_paragraphs(QUICK_HELDOUT_PARAGRAPHS),
     )
     return {f"heldout.{key}": value for key, value in cost.items()}
 
@@ -136,6 +180,8 @@ class CausalLMSection:
     outcomes: list[Any] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     unavailable: str | None = None
+    #: In a quick run, what the section cut (shown on the page); None in a full run.
+    quick_note: str | None = None
 
     @property
     def results(self) -> dict[str, Result]:
@@ -162,6 +208,7 @@ def section_model(model: Any, analyses: Any, causal_lm: str | None) -> str | Non
 __all__ = [
     "CAUSAL_LM_ANALYSES",
     "DEFAULT_CAUSAL_LM",
+    "QUICK_CAUSAL_LM_ROWS",
     "SECTION_FOLDER",
     "CausalLMSection",
     "SectionAnalysis",

@@ -7,6 +7,7 @@ external resources, so it opens offline from the file system in any browser.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +152,9 @@ def cost_detail(provenance: dict[str, Any]) -> str:
         if fused > 1
         else f"the pass, {duration(provenance['shared_pass_seconds'])}"
     )
+    setup = provenance.get("setup_seconds", 0.0)
+    if setup >= 0.05:  # e.g. sae-features training or loading its SAE
+        shared += f", its setup ({duration(setup)}: e.g. training or loading an SAE)"
     return (
         f"{duration(provenance['cost_seconds'])}: {shared}, plus its own work in the pass "
         f"({duration(provenance['update_seconds'])}, any second forward pass included) and after "
@@ -178,6 +182,7 @@ def _causal_lm_part(section: CausalLMSection, folder: Path) -> dict[str, Any]:
         "model_id": model.get("model_id", section.model),
         "source": model.get("model_source"),
         "unavailable": section.unavailable,
+        "quick_note": section.quick_note,
         "sections": analyses,
         "theory": theory,
         "run_seconds": (
@@ -194,9 +199,13 @@ def write_report(report: Report) -> None:
     folder = report.folder
     folder.mkdir(parents=True, exist_ok=True)
     before = _inodes(folder)
+    drawing_started = time.perf_counter()
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
     causal_lm = _causal_lm_part(report.causal_lm, folder) if report.causal_lm else None
+    report.provenance.setdefault("phase_seconds", {})["drawing"] = round(
+        time.perf_counter() - drawing_started, 2
+    )
     everything = {
         "provenance": report.provenance,
         "results": {name: result.to_dict() for name, result in report.results.items()},

@@ -4,8 +4,10 @@ Every analysis names its own shipped data (``Analysis.default_data``). Analyses 
 the same (same texts or token ids, same columns) share one ``gl.run`` call, so the engine
 captures the union of their sites in one forward pass per batch. ``--quick`` keeps a small,
 still well-formed part of each data set: whole contexts (so a concept keeps both its values
-in each kept context), every task and every condition, and evenly spaced rows elsewhere (so a
-coordinate range such as years keeps its span).
+in each kept context), whole trials (each in every rotation of its options), every task,
+condition and test, and evenly spaced rows elsewhere (so a coordinate range such as years keeps
+its span). The causal-LM section's quick passes keep fewer rows (``QUICK_CAUSAL_LM_ROWS``): a
+30-layer model costs several times MiniLM per row.
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ from geomlens.hooks.base import Adapter
 QUICK_ROWS = 64
 #: Rows every task / condition group keeps in a quick pass, so none disappears.
 QUICK_GROUP_MIN_ROWS = 8
-#: Columns whose values split the data into groups that a quick pass must all keep.
-GROUP_COLUMNS = ("task", "condition")
+#: Columns whose values split the data into groups that a quick pass must all keep (``test``:
+#: behavioural similarity's similarity and identification prompts).
+GROUP_COLUMNS = ("task", "condition", "test")
+#: Columns naming rows that a quick pass keeps or drops together: a context shows both values
+#: of a concept, a trial is shown in every rotation of its options (so that a preference for a
+#: position or a label cancels).
+UNIT_COLUMNS = ("context", "trial")
 #: Options made cheaper in a quick pass, applied to each analysis whose config has the field:
 #: fewer bootstrap resamples, label shuffles and Monte-Carlo trials, and (sae-features with no
 #: SAE given) a smaller SAE trained on fewer tokens, cached apart from the full run's.
@@ -93,16 +100,18 @@ def _evenly_spaced(count: int, keep: int) -> np.ndarray:
 
 
 def _group_rows(dataset: Dataset, members: np.ndarray, budget: int) -> np.ndarray:
-    """Up to about ``budget`` of ``members``: whole contexts when the data has them."""
-    if "context" not in dataset.columns:
+    """Up to about ``budget`` of ``members``: whole contexts (or trials) when the data has
+    them."""
+    unit = next((c for c in UNIT_COLUMNS if c in dataset.columns), None)
+    if unit is None:
         return members[_evenly_spaced(len(members), budget)]
-    contexts = np.asarray(dataset.columns["context"])[members]
-    order = list(dict.fromkeys(contexts.tolist()))
-    per_context = len(members) / len(order)
-    # At least two contexts, so that cross-context statistics stay defined.
-    keep = max(2, math.floor(budget / per_context))
+    units = np.asarray(dataset.columns[unit])[members]
+    order = list(dict.fromkeys(units.tolist()))
+    per_unit = len(members) / len(order)
+    # At least two contexts (trials), so that cross-context statistics stay defined.
+    keep = max(2, math.floor(budget / per_unit))
     chosen = {order[i] for i in _evenly_spaced(len(order), keep)}
-    return members[[c in chosen for c in contexts.tolist()]]
+    return members[[u in chosen for u in units.tolist()]]
 
 
 def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
@@ -185,14 +194,19 @@ def _full_size_sae_cached(cls: type[Analysis], adapter: Adapter) -> bool:
 
 
 def plan_passes(
-    adapter: Adapter, names: Sequence[PlannedAnalysis], *, quick: bool = False
+    adapter: Adapter,
+    names: Sequence[PlannedAnalysis],
+    *,
+    quick: bool = False,
+    quick_rows: int = QUICK_ROWS,
 ) -> tuple[list[ReportPass], list[PlanFailure]]:
     """Group the analyses by their data; one :class:`ReportPass` per distinct data set.
 
     ``names``: analysis names (built with their default config, run on their default data),
     analyses already built with options, or (analysis, data) pairs (the causal-LM section's).
     An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
-    report shows the error) rather than stopping the others.
+    report shows the error) rather than stopping the others. ``quick``: each pass keeps about
+    ``quick_rows`` rows (:func:`quick_subset`).
     """
     passes: dict[str, ReportPass] = {}
     failures: list[PlanFailure] = []
@@ -214,7 +228,7 @@ def plan_passes(
             continue
         full_rows = len(dataset)
         if quick:
-            dataset = quick_subset(dataset)
+            dataset = quick_subset(dataset, quick_rows)
         passes[fingerprint] = ReportPass(
             [analysis],
             dataset,

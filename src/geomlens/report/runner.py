@@ -19,9 +19,16 @@ from typing import Any
 from geomlens.analyses.catalog import analysis_class
 from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
-from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, CausalLMSection, section_model
+from geomlens.report.causal_lm import (
+    CAUSAL_LM_ANALYSES,
+    QUICK_CAUSAL_LM_ROWS,
+    CausalLMSection,
+    quick_note,
+    section_model,
+)
 from geomlens.report.outcome import Outcome, Report
 from geomlens.report.plan import (
+    QUICK_ROWS,
     PlannedAnalysis,
     ReportPass,
     build_analysis,
@@ -104,12 +111,18 @@ def _run_pass(
 
 
 #: Provenance keys of a result that say what its analysis cost (written by the engine).
-COST_KEYS = ("shared_pass_seconds", "update_seconds", "finalize_seconds", "cost_seconds")
+COST_KEYS = (
+    "shared_pass_seconds",
+    "setup_seconds",
+    "update_seconds",
+    "finalize_seconds",
+    "cost_seconds",
+)
 
 
 def analysis_costs(outcome: Outcome) -> dict[str, float]:
     """Seconds one analysis of the report cost: the shared pass (once per pass, for all its
-    analyses), its own updates (with any second pass), its finalize, and the total that is its
+    analyses), its setup (e.g. training or loading an SAE), its own updates (with any second pass), its finalize, and the total that is its
     own work plus an equal share of the shared pass."""
     provenance = outcome.result.provenance if outcome.result is not None else {}
     costs = {key: float(provenance[key]) for key in COST_KEYS if key in provenance}
@@ -126,10 +139,11 @@ def run_analyses(
     max_length: int | None = REPORT_MAX_LENGTH,
     seed: int = 0,
     progress: bool = True,
+    quick_rows: int = QUICK_ROWS,
 ) -> tuple[list[Outcome], list[ReportPass]]:
     """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order
     (names, analyses built with options, or (analysis, data): see :func:`plan_passes`)."""
-    passes, failures = plan_passes(adapter, names, quick=quick)
+    passes, failures = plan_passes(adapter, names, quick=quick, quick_rows=quick_rows)
     run_options = {
         "batch_size": batch_size,
         "max_length": max_length,
@@ -205,8 +219,13 @@ def run_causal_lm_section(
     load_seconds = time.perf_counter() - started
     planned = []
     for spec in CAUSAL_LM_ANALYSES:
-        analysis = build_analysis(spec.name, quick, adapter, spec.options(adapter))
-        planned.append((analysis, spec.data(adapter)) if spec.data else analysis)
+        analysis = build_analysis(spec.name, quick, adapter, spec.run_options(adapter, quick))
+        planned.append((analysis, spec.data(adapter, quick)) if spec.data else analysis)
+    planned_at = time.perf_counter()
+    if quick:
+        sae = next((a for a in planned if planned_name(a) == "sae-features"), None)
+        sae = sae[0] if isinstance(sae, tuple) else sae
+        section.quick_note = quick_note(getattr(getattr(sae, "config", None), "training", None))
     section.outcomes, passes = run_analyses(
         adapter,
         planned,
@@ -215,19 +234,29 @@ def run_causal_lm_section(
         max_length=max_length,
         seed=seed,
         progress=progress,
+        quick_rows=QUICK_CAUSAL_LM_ROWS,
     )
+    after_seconds: dict[str, float] = {}
     for spec, outcome in zip(CAUSAL_LM_ANALYSES, section.outcomes):
         if spec.after is not None and outcome.result is not None:
+            after_started = time.perf_counter()
             try:
                 outcome.result.metrics.update(spec.after(adapter, outcome.result, quick))
             except Exception as error:  # the analysis's own numbers still stand
                 outcome.error = f"after {spec.name}: {type(error).__name__}: {error}"
+            after_seconds[spec.name] = round(time.perf_counter() - after_started, 2)
     section.provenance = {
         "model": adapter.describe(),
         "device": str(adapter.device),
-        "analyses": {spec.name: spec.options(adapter) for spec in CAUSAL_LM_ANALYSES},
+        "analyses": {spec.name: spec.run_options(adapter, quick) for spec in CAUSAL_LM_ANALYSES},
         "passes": pass_records(passes),
+        "costs": {o.name: analysis_costs(o) for o in section.outcomes},
         "load_seconds": round(load_seconds, 2),
+        # Building the analyses and their data (tokenising, chat templates) before the passes.
+        "plan_seconds": round(planned_at - started - load_seconds, 2),
+        # What is measured after an analysis with the same model (e.g. the held-out LM loss).
+        "after_seconds": after_seconds,
+        "quick_note": section.quick_note,
         "run_seconds": round(time.perf_counter() - started, 2),
     }
     return section
@@ -283,6 +312,7 @@ def build_report(
         seed=seed,
         progress=progress,
     )
+    encoder_seconds = time.perf_counter() - started - load_seconds
     section_lm = section_model(model, analyses, causal_lm)
     section = None
     if section_lm is not None:
@@ -313,8 +343,14 @@ def build_report(
     }
     if section is not None:
         provenance["causal_lm"] = section.provenance or {"unavailable": section.unavailable}
-    # Loading and running; drawing and writing the page come after and are not counted.
+    # Loading and running; drawing and writing the page come after and are not counted (the
+    # page adds "drawing_seconds" when it has drawn the figures).
     provenance["run_seconds"] = round(time.perf_counter() - started, 2)
+    provenance["phase_seconds"] = {
+        "load": round(load_seconds, 2),
+        "analyses": round(encoder_seconds, 2),
+        "causal_lm": round(provenance["run_seconds"] - load_seconds - encoder_seconds, 2),
+    }
     report = Report(
         Path(out) if out is not None else default_folder(quick),
         outcomes,
