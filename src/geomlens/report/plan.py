@@ -171,7 +171,12 @@ def build_analysis(
 
 #: What the report plans: an analysis name (default config, default data), an analysis built
 #: with options (its default data), or an analysis with the data it runs on.
-PlannedAnalysis = str | Analysis | tuple[Analysis, Any]
+PlannedAnalysis = str | Analysis | tuple[Analysis, Any] | tuple[Analysis, Any, str]
+
+
+def given_data_description(data: Any, what: str | None = None) -> str:
+    """Words for data handed to an analysis (not its default): ``what`` it is, when known."""
+    return what or "Data given with the analysis (not its default data)."
 
 
 def planned_name(item: PlannedAnalysis) -> str:
@@ -203,7 +208,8 @@ def plan_passes(
     """Group the analyses by their data; one :class:`ReportPass` per distinct data set.
 
     ``names``: analysis names (built with their default config, run on their default data),
-    analyses already built with options, or (analysis, data) pairs (the causal-LM section's).
+    analyses already built with options, or (analysis, data) pairs, optionally with a third
+    item saying in words what the data is (the causal-LM section's).
     An analysis whose construction or data fails is returned as a :class:`PlanFailure` (the
     report shows the error) rather than stopping the others. ``quick``: each pass keeps about
     ``quick_rows`` rows (:func:`quick_subset`).
@@ -212,11 +218,12 @@ def plan_passes(
     failures: list[PlanFailure] = []
     for item in names:
         name = planned_name(item)
-        analysis, data = item if isinstance(item, tuple) else (item, None)
+        analysis, data, *described = item if isinstance(item, tuple) else (item, None)
         try:
             if not isinstance(analysis, Analysis):
                 analysis = build_analysis(analysis, quick, adapter)
-            if data is None:
+            data_is_default = data is None
+            if data_is_default:
                 data = analysis.default_data(adapter)
             dataset = as_dataset(data, num_rows=getattr(adapter, "num_rows", None))
         except Exception as error:  # one analysis's bad data must not stop the report
@@ -235,6 +242,8 @@ def plan_passes(
             full_rows,
             fingerprint,
             sorted(dataset.columns),
-            default_data_description(type(analysis)),
+            default_data_description(type(analysis))
+            if data_is_default
+            else given_data_description(data, *described),
         )
     return list(passes.values()), failures

@@ -220,7 +220,11 @@ def run_causal_lm_section(
     planned = []
     for spec in CAUSAL_LM_ANALYSES:
         analysis = build_analysis(spec.name, quick, adapter, spec.run_options(adapter, quick))
-        planned.append((analysis, spec.data(adapter, quick)) if spec.data else analysis)
+        if spec.data is None:
+            planned.append(analysis)
+        else:  # the pass's provenance names this data, not the analysis's default
+            what = " ".join((spec.data.__doc__ or "").strip().split("\n\n")[0].split())
+            planned.append((analysis, spec.data(adapter, quick), what))
     planned_at = time.perf_counter()
     if quick:
         sae = next((a for a in planned if planned_name(a) == "sae-features"), None)
