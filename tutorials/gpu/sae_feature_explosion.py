@@ -212,7 +212,9 @@ def trained_sae(adapter: gl.Adapter, args: argparse.Namespace) -> tuple[object, 
     trained = cached_sae(
         adapter, site, corpus=default_corpus_name(), data=corpus_texts(), config=config
     )
-    print(f"{'reused' if trained.reused else 'trained'} SAE {trained.path} (the {recipe}: {config})")
+    print(
+        f"{'reused' if trained.reused else 'trained'} SAE {trained.path} (the {recipe}: {config})"
+    )
     return trained.sae, site
 
 
