@@ -19,7 +19,7 @@ from geomlens.sae.config import (
     TrainingConfig,
     default_training,
 )
-from geomlens.sae.training import activation_batches, cache_key, is_cached, train_sae
+from geomlens.sae.training import cache_key, is_cached, train_sae, training_batches
 
 SITE = "blocks.1.hook_resid_post"
 TEXTS = gl.data.as_dataset(
@@ -98,17 +98,7 @@ def test_the_decoder_bias_starts_where_asked(gpt2, init):
     config = TrainingConfig(**TINY, passes=1, lr=1e-12, b_dec_init=init, sink_norm_ratio=None)
     sae = train_sae(gpt2, SITE, TEXTS, config)
     # The mean over the very batches the bias was started from (sae-lens's norm-estimate ones).
-    batches = activation_batches(
-        gpt2,
-        SITE,
-        TEXTS,
-        batch_tokens=config.batch_tokens,
-        rows_per_chunk=config.rows_per_chunk,
-        max_length=config.max_length,
-        seed=config.seed,
-        passes=config.passes,
-        exclude_special=config.exclude_special,
-    )
+    batches = training_batches(gpt2, SITE, TEXTS, config)
     head = torch.cat([next(batches) for _ in range(config.tokens // config.batch_tokens)])
     mean = head.mean(0)
     b_dec = sae.b_dec.detach()

@@ -138,6 +138,24 @@ def _content_tokens(
     watch.raise_if_any()
 
 
+def training_batches(
+    adapter: Adapter, site: str, data: Any, config: TrainingConfig
+) -> Iterator[torch.Tensor]:
+    """The activation batches :func:`train_sae` trains on for ``config``, in its order."""
+    return activation_batches(
+        adapter,
+        site,
+        data,
+        batch_tokens=config.batch_tokens,
+        rows_per_chunk=config.rows_per_chunk,
+        max_length=config.max_length,
+        seed=config.seed,
+        passes=config.passes,
+        exclude_special=config.exclude_special,
+        sink_norm_ratio=config.sink_norm_ratio,
+    )
+
+
 def train_sae(
     adapter: Adapter,
     site: str,
@@ -154,18 +172,7 @@ def train_sae(
     site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
     config = config or default_training(adapter.is_causal_lm)[0]
     torch.manual_seed(config.seed)
-    batches = activation_batches(
-        adapter,
-        site,
-        data,
-        batch_tokens=config.batch_tokens,
-        rows_per_chunk=config.rows_per_chunk,
-        max_length=config.max_length,
-        seed=config.seed,
-        passes=config.passes,
-        exclude_special=config.exclude_special,
-        sink_norm_ratio=config.sink_norm_ratio,
-    )
+    batches = training_batches(adapter, site, data, config)
     # The batches sae-lens estimates its norm scaling factor from (and the decoder bias's start).
     norm_batches = max(1, min(8, config.tokens // config.batch_tokens))
     head = [next(batches) for _ in range(norm_batches)]
