@@ -55,15 +55,22 @@ def test_the_hot_loop_reads_nothing_back():
         activations.to("meta")[mask.to("meta")]
 
 
-def test_masked_moments_equal_selected_rows():
+@pytest.mark.parametrize("select", [False, True], ids=["device-path", "cpu-path"])
+def test_masked_moments_equal_selected_rows(select):
+    """Both ways of updating (where-masked, as on an accelerator; rows selected, as on a CPU)
+    give the statistics of the real rows, with NaN in the padding left out."""
     rng = np.random.default_rng(1)
     values = torch.as_tensor(rng.normal(size=(30, 3)))
     mask = torch.as_tensor(rng.random(30) < 0.6)
+    padded = values.clone()
+    padded[~mask] = torch.nan  # padding may hold anything: it must never reach a statistic
     masked, selected = StreamingMoments(), StreamingMoments()
     for part in torch.arange(30).split(7):
-        masked.update_masked(values[part], mask[part])
+        masked.update_masked(padded[part], mask[part], select=select)
         selected.update(values[part][mask[part]])
-    masked.update_masked(values[:4], torch.zeros(4, dtype=torch.bool))  # no real row at all
+    masked.update_masked(  # no real row at all
+        values[:4], torch.zeros(4, dtype=torch.bool), select=select
+    )
     assert float(masked.count) == selected.count == int(mask.sum())
     torch.testing.assert_close(masked.mean, values[mask].mean(0), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(

@@ -45,18 +45,26 @@ class StreamingMoments:
         )
         self.merge(other)
 
-    def update_masked(self, values: torch.Tensor, mask: torch.Tensor) -> None:
+    def update_masked(
+        self, values: torch.Tensor, mask: torch.Tensor, *, select: bool | None = None
+    ) -> None:
         """Add the rows of ``values`` ``[n, d]`` where ``mask`` ``[n]`` is true.
 
-        Nothing is read back to the host: the count stays a tensor on the device. (Selecting
-        the rows with ``values[mask]`` would have to learn their number first, which stalls a
-        GPU once per batch.)
+        On an accelerator nothing is read back to the host: the count stays a tensor on the
+        device. (Selecting the rows with ``values[mask]`` would have to learn their number
+        first, which stalls a GPU once per batch.) On a CPU the rows are selected (``select``
+        None); ``select`` True or False forces one way (both give the same statistics).
         """
         if values.dim() != 2 or mask.shape != values.shape[:1]:
             raise ValueError(
                 f"update_masked takes rows [n, d] and a mask [n]; got {tuple(values.shape)} and "
                 f"{tuple(mask.shape)}."
             )
+        if values.device.type == "cpu" if select is None else select:
+            # On a CPU selecting rows stalls nothing, and the statistics then cost work on the
+            # real rows only (padding is most of a batch of texts of mixed length).
+            self.update(values[mask.to(values.device).bool()])
+            return
         keep = mask.to(values.device).bool().unsqueeze(1)
         # Masked rows are replaced, not weighted by 0: 0 × NaN is NaN (padding may hold NaN).
         values = torch.where(keep, values.detach().to(torch.float64), 0.0)

@@ -4,6 +4,7 @@ saved to folders the way a user would have them (save_pretrained, sae-lens save_
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
 from helpers.tiny_models import tiny_gpt2
 from sae_lens.saes.sae import SAEMetadata
@@ -74,3 +75,21 @@ def test_tutorial_trains_its_own_sae_when_none_is_published(tmp_path, capsys, mo
     assert "trained SAE" in printed and "explained variance" in printed
     assert "pool form: U =" in printed and "released form: U =" in printed
     assert (tmp_path / "cache").is_dir()
+
+
+def test_an_offline_model_with_the_hooked_transformer_backend_is_refused_in_one_line(capsys):
+    """smollm2-135m-instruct loads only through gl.load: the HookedTransformer path says so
+    before any loading, instead of asking the hub."""
+    with pytest.raises(SystemExit) as exit:
+        _load_script().main(
+            [
+                "--model",
+                "smollm2-135m-instruct",
+                "--sae",
+                "any/sae",
+                "--backend",
+                "hooked-transformer",
+            ]
+        )
+    assert exit.value.code == 2
+    assert "--backend nnsight or transformer-lens" in capsys.readouterr().err

@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from sae_lens.saes.sae import SAEMetadata
-from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+from helpers import tiny_saes
+from sae_lens.saes.standard_sae import StandardSAE
 
 import geomlens as gl
 from geomlens.analyses.sae_features import SAEFeatures
@@ -21,13 +20,7 @@ D = 6
 
 def identity_sae(d: int = D, site: str = SITE) -> StandardSAE:
     """Latent j = relu(x_j): active exactly where coordinate j is positive."""
-    sae = StandardSAE(StandardSAEConfig(d_in=d, d_sae=d, metadata=SAEMetadata(hook_name=site)))
-    with torch.no_grad():
-        sae.W_enc.copy_(torch.eye(d))
-        sae.W_dec.copy_(torch.eye(d))
-        sae.b_enc.zero_()
-        sae.b_dec.zero_()
-    return sae
+    return tiny_saes.identity_sae(d, site)
 
 
 def vector(*entries: tuple[int, float]) -> list[float]:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_saes
 from helpers.tiny_models import tiny_gpt2
 from sae_lens.saes.sae import SAEMetadata
 from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
@@ -46,11 +47,7 @@ def planted_sae() -> StandardSAE:
 
 
 def random_sae(seed: int = 0) -> StandardSAE:
-    torch.manual_seed(seed)
-    sae = StandardSAE(StandardSAEConfig(d_in=WIDTH, d_sae=48, metadata=SAEMetadata(hook_name=SITE)))
-    with torch.no_grad():
-        sae.b_enc.uniform_(-0.2, 0.1)
-    return sae
+    return tiny_saes.random_sae(WIDTH, SITE, seed=seed)
 
 
 @pytest.fixture(scope="module")

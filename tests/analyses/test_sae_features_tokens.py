@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_saes
 from helpers.tiny_models import tiny_gpt2
-from sae_lens.saes.sae import SAEMetadata
-from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+from sae_lens.saes.standard_sae import StandardSAE
 
 import geomlens as gl
 from geomlens.hooks.nnsight import NNsightAdapter
@@ -22,13 +22,7 @@ D = 6
 
 def identity_sae(d: int = D, site: str = SITE) -> StandardSAE:
     """Latent j = relu(x_j): active exactly where coordinate j is positive."""
-    sae = StandardSAE(StandardSAEConfig(d_in=d, d_sae=d, metadata=SAEMetadata(hook_name=site)))
-    with torch.no_grad():
-        sae.W_enc.copy_(torch.eye(d))
-        sae.W_dec.copy_(torch.eye(d))
-        sae.b_enc.zero_()
-        sae.b_dec.zero_()
-    return sae
+    return tiny_saes.identity_sae(d, site)
 
 
 def token(*on: int, scale: float = 1.0) -> list[float]:
@@ -160,11 +154,7 @@ def tiny():
 
 
 def random_sae(width: int = 32, seed: int = 0) -> StandardSAE:
-    torch.manual_seed(seed)
-    sae = StandardSAE(StandardSAEConfig(d_in=width, d_sae=48, metadata=SAEMetadata(hook_name=SITE)))
-    with torch.no_grad():
-        sae.b_enc.uniform_(-0.2, 0.1)
-    return sae
+    return tiny_saes.random_sae(width, SITE, seed=seed)
 
 
 def test_bos_is_counted_only_the_paper_way_and_never_spliced(tiny):

@@ -5,9 +5,9 @@ plain torch pre-hook, on nnsight and TransformerLens, and block 0 runs only in t
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_saes
 from helpers.tiny_models import tiny_gpt2
-from sae_lens.saes.sae import SAEMetadata
-from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+from sae_lens.saes.standard_sae import StandardSAE
 
 import geomlens as gl
 
@@ -17,11 +17,7 @@ CONDITIONS = ["calibration", "heldout", "heldout", "shuffled_words"]
 
 
 def random_sae() -> StandardSAE:
-    torch.manual_seed(0)
-    sae = StandardSAE(StandardSAEConfig(d_in=32, d_sae=48, metadata=SAEMetadata(hook_name=SITE)))
-    with torch.no_grad():
-        sae.b_enc.uniform_(-0.2, 0.1)
-    return sae
+    return tiny_saes.random_sae(32, SITE)
 
 
 def smoothed_bits(logits: np.ndarray, row: list[int], a: float = 0.5) -> float:

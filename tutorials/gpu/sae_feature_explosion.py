@@ -148,6 +148,15 @@ def main(argv: list[str] | None = None) -> dict:
     elif args.backend == "hooked-transformer":
         from transformer_lens import HookedTransformer
 
+        from geomlens.hooks.embedded_lms import embedded_lm
+
+        if embedded_lm(args.model) is not None:
+            # The offline GGUF models load only through gl.load; HookedTransformer would ask
+            # the hub for its own copy (and has no SmolLM2 at all).
+            parser.error(
+                f"--model {args.model} is one of geomlens's offline models, which load through "
+                "gl.load: give --backend nnsight or transformer-lens."
+            )
         sae = load_sae(args.sae)
         # Published SAEs were trained on HookedTransformer activations (LayerNorm folded,
         # writing weights centred, ...): load the model as sae-lens would, or k shifts.

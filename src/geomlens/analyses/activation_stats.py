@@ -61,8 +61,11 @@ class ActivationStats(Analysis):
                 rows = activation.reshape(activation.shape[0] * activation.shape[1], -1)
                 real = batch.attention_mask.to(rows.device).reshape(-1)
                 moments.update_masked(rows, real)
-                # where, not × real: a padded row's NaN norm times 0 is still NaN.
-                norms = torch.where(real.bool(), rows.to(torch.float64).norm(dim=1), 0.0).sum()
+                if rows.device.type == "cpu":  # selecting stalls nothing on a CPU
+                    norms = rows[real.bool()].to(torch.float64).norm(dim=1).sum()
+                else:  # where, not × real: a padded row's NaN norm times 0 is still NaN.
+                    norms = torch.where(real.bool(), rows.to(torch.float64).norm(dim=1), 0.0)
+                    norms = norms.sum()
             else:
                 rows = batch.pooled(site, self.config.pooling)
                 rows = rows.reshape(rows.shape[0], -1)

@@ -28,14 +28,14 @@ import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
-from geomlens.hooks.base import EMBED_SITE, LOGITS_SITE, Adapter, canonical_sites, layer_of
+from geomlens.hooks.base import Adapter, canonical_sites, layer_of
 from geomlens.hooks.config_fields import (
     EMBED_WIDTH_FIELDS,
     MLP_WIDTH_FIELDS,
     RESIDUAL_WIDTH_FIELDS,
-    first_field,
 )
 from geomlens.hooks.inputs import ModelInputs
+from geomlens.hooks.widths import expected_widths, width_kind
 
 DEFAULT_PROMPTS = (
     "The quick brown fox jumps over the lazy dog.",
@@ -61,54 +61,6 @@ class Check:
     passed: bool
     detail: str
     site: str | None = None
-
-
-def expected_widths(adapter: Adapter) -> dict[str, int]:
-    """The width each kind of site must have, from the model's config (kinds left out are not
-    checked): ``"d_model"``, ``"d_mlp"``, ``"embed"`` and ``"vocab"``."""
-    model = adapter.model
-    cfg = getattr(model, "cfg", None)  # TransformerLens
-    original = getattr(model, "original_model", None)  # a TransformerBridge's Hugging Face model
-    if cfg is not None and isinstance(original, torch.nn.Module) and hasattr(original, "config"):
-        # A bridge's cfg is derived, and not always right (OPT: d_mlp = 4 * d_model whatever
-        # the config's ffn_dim); the Hugging Face config is what the model was built from.
-        return _hf_widths(original.config, original)
-    if cfg is not None and getattr(cfg, "d_model", None):
-        widths = {"d_model": cfg.d_model, "embed": cfg.d_model, "vocab": cfg.d_vocab_out}
-        if getattr(cfg, "d_mlp", None):
-            widths["d_mlp"] = cfg.d_mlp
-        return widths
-    return _hf_widths(adapter.config, model)
-
-
-def _hf_widths(config: Any, model: Any) -> dict[str, int]:
-    """:func:`expected_widths` from a Hugging Face config (and the model's output head)."""
-    d_model = first_field(config, D_MODEL_FIELDS)
-    if d_model is None:
-        return {}
-    widths = {"d_model": d_model, "embed": first_field(config, EMBED_FIELDS) or d_model}
-    if getattr(config, "model_type", None) == "mpt":
-        # transformers' MptMLP is 4 * d_model wide whatever the config's expansion_ratio (or a
-        # stray intermediate_size) says.
-        d_mlp: int | None = 4 * d_model
-    else:
-        d_mlp = first_field(config, D_MLP_FIELDS)
-    if d_mlp is None and (hasattr(config, "n_inner") or config.model_type == "bloom"):
-        d_mlp = 4 * d_model  # GPT-2-style configs leave n_inner unset for 4 * d_model
-    if d_mlp is not None:
-        widths["d_mlp"] = d_mlp
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if head is not None and getattr(head, "weight", None) is not None:
-        widths["vocab"] = int(head.weight.shape[0])
-    return widths
-
-
-def _width_kind(site: str) -> str:
-    if site == EMBED_SITE:
-        return "embed"
-    if site == LOGITS_SITE:
-        return "vocab"
-    return "d_mlp" if ".mlp.hook_" in site else "d_model"
 
 
 def _dataset(adapter: Adapter, prompts: Sequence[str]) -> Dataset:
@@ -353,7 +305,7 @@ def check_adapter(
             problems.append(
                 f"shape {list(shape)} is not [batch, tokens, width] {list(batch_shape)}"
             )
-        kind = _width_kind(site)
+        kind = width_kind(site)
         if kind in widths and shape[-1] != widths[kind]:
             problems.append(f"width {shape[-1]}, config says {kind} = {widths[kind]}")
         pad = max(padding["right"][site], padding["left"][site])

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from geomlens.cli.errors import (
-    USER_ERRORS,
-    error_message,
-    fail,
-)
+from geomlens.cli.errors import one_line_errors
 from geomlens.cli.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
     BackendOption,
     DeviceOption,
+    ModelArgument,
     TrustRemoteCodeOption,
 )
 
 
 def check_command(
-    model: Annotated[str, typer.Argument(help="HF model name or local path.")] = "all-MiniLM-L6-v2",
-    backend: BackendOption = "nnsight",
+    model: ModelArgument = DEFAULT_MODEL,
+    backend: BackendOption = DEFAULT_BACKEND,
     device: DeviceOption = None,
     trust_remote_code: TrustRemoteCodeOption = False,
 ) -> None:
@@ -34,14 +31,12 @@ def check_command(
     import geomlens as gl
     from geomlens.checks.conformance import all_passed, check_adapter
 
-    try:
+    with one_line_errors():
         adapter = gl.load(
             model, backend=backend, device=device, trust_remote_code=trust_remote_code
         )
         typer.echo(f"checking {adapter.model_id} ({adapter.backend} backend, {adapter.device})")
         checks = check_adapter(adapter)
-    except USER_ERRORS as error:
-        raise fail(error_message(error)) from error
     for check in checks:
         mark = (
             typer.style("PASS", fg=typer.colors.GREEN)
@@ -62,20 +57,18 @@ def check_command(
 
 
 def sites_command(
-    model: Annotated[str, typer.Argument(help="HF model name or local path.")] = "all-MiniLM-L6-v2",
-    backend: BackendOption = "nnsight",
+    model: ModelArgument = DEFAULT_MODEL,
+    backend: BackendOption = DEFAULT_BACKEND,
     device: DeviceOption = None,
     trust_remote_code: TrustRemoteCodeOption = False,
 ) -> None:
     """List the model's capture sites in forward order (names for --site)."""
     import geomlens as gl
 
-    try:
+    with one_line_errors():
         adapter = gl.load(
             model, backend=backend, device=device, trust_remote_code=trust_remote_code
         )
-    except USER_ERRORS as error:
-        raise fail(error_message(error)) from error
     sites = adapter.sites()
     typer.echo(f"{adapter.model_id} ({adapter.backend}): {len(sites)} sites, in forward order")
     for name in sites:

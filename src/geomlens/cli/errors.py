@@ -1,8 +1,11 @@
-"""The CLI's shared error helpers: one line ``error: …`` on stderr and exit code 2."""
+"""The CLI's shared error helpers: one line ``error: …`` on stderr and exit code 2 (130 for
+Ctrl-C), whichever command meets the error."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -24,13 +27,35 @@ def error_message(error: BaseException) -> str:
     return str(error)
 
 
-#: What the run command turns into a one-line error (exit 2) rather than a traceback.
+#: What the commands turn into a one-line error (exit 2) rather than a traceback.
 USER_ERRORS = (ValueError, KeyError, TypeError, ImportError, OSError)
 
 
-def check_positive(flag: str, value: int | None, meaning: str) -> None:
+@contextlib.contextmanager
+def one_line_errors(
+    errors: tuple[type[BaseException], ...] = USER_ERRORS,
+    *,
+    context: str = "",
+    interrupted: str | None = None,
+) -> Iterator[None]:
+    """End the command on an error of ``errors`` raised inside the block as :func:`fail` does
+    (``error: {context}{message}``, exit 2, no traceback); with ``interrupted``, Ctrl-C prints
+    that line (what was or was not written) and exits 130."""
+    try:
+        yield
+    except errors as error:
+        raise fail(f"{context}{error_message(error)}") from error
+    except KeyboardInterrupt:
+        if interrupted is None:
+            raise
+        typer.secho(interrupted, fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=130) from None
+
+
+def check_positive(flag: str, value: int | None, meaning: str | None = None) -> None:
     if value is not None and value < 1:
-        raise fail(f"{flag} must be at least 1 ({meaning}); got {value}.")
+        said = f" ({meaning})" if meaning else ""
+        raise fail(f"{flag} must be at least 1{said}; got {value}.")
 
 
 #: The largest --batch-size taken: far above what any model's forward pass holds in memory, so

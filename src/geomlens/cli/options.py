@@ -1,4 +1,5 @@
-"""Command-line options shared by every command that loads a model (run, check, sites, report).
+"""Command-line options shared by every command that loads a model (run, check, sites, report,
+sae train).
 
 One definition each, so that the same flag means the same thing, with the same default, in
 every command."""
@@ -9,12 +10,29 @@ from typing import Annotated
 
 import typer
 
+from geomlens.hooks.attach import DEFAULT_BACKEND, DEFAULT_MODEL
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "DEFAULT_MODEL",
+    "BackendOption",
+    "BatchSizeOption",
+    "DeviceOption",
+    "MaxLengthOption",
+    "ModelArgument",
+    "ModelOption",
+    "SeedOption",
+    "TrustRemoteCodeOption",
+]
+
 ModelOption = Annotated[
     str,
     typer.Option(
         "--model", "-m", help="HF model name or local path (default: bundled all-MiniLM-L6-v2)."
     ),
 ]
+#: MODEL as a positional argument (check, sites).
+ModelArgument = Annotated[str, typer.Argument(help="HF model name or local path.")]
 BackendOption = Annotated[str, typer.Option("--backend", "-b", help="transformer-lens or nnsight.")]
 DeviceOption = Annotated[
     str | None,

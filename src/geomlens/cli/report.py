@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from geomlens.cli.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
     BackendOption,
     BatchSizeOption,
     DeviceOption,
@@ -46,8 +48,8 @@ def print_summary(report) -> None:
 
 
 def report_command(
-    model: ModelOption = "all-MiniLM-L6-v2",
-    backend: BackendOption = "nnsight",
+    model: ModelOption = DEFAULT_MODEL,
+    backend: BackendOption = DEFAULT_BACKEND,
     device: DeviceOption = None,
     out: Annotated[
         Path | None,
@@ -78,7 +80,7 @@ def report_command(
     ] = None,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
-    from geomlens.cli.errors import check_batch_size
+    from geomlens.cli.errors import check_batch_size, one_line_errors
     from geomlens.report.runner import build_report, default_folder, existing_report
 
     check_batch_size(batch_size)
@@ -88,7 +90,7 @@ def report_command(
         typer.echo(f"overwriting {replaced} in {out}")
 
     started = time.perf_counter()
-    try:
+    with one_line_errors(interrupted=f"interrupted; the report in {out} was not finished."):
         report = build_report(
             model,
             backend=backend,
@@ -101,14 +103,6 @@ def report_command(
             seed=seed,
             causal_lm=causal_lm,
         )
-    except (ValueError, KeyError, TypeError, ImportError, OSError) as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from error
-    except KeyboardInterrupt:
-        typer.secho(
-            f"interrupted; the report in {out} was not finished.", fg=typer.colors.RED, err=True
-        )
-        raise typer.Exit(code=130) from None
     print_summary(report)
     typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
     if report.failed:

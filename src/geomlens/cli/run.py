@@ -16,8 +16,11 @@ from geomlens.cli.errors import (
     check_writable_file,
     error_message,
     fail,
+    one_line_errors,
 )
 from geomlens.cli.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
     BackendOption,
     BatchSizeOption,
     DeviceOption,
@@ -94,8 +97,8 @@ def _declared_limits(metadata: Any) -> str:
 
 def run_command(
     analysis: Annotated[str, typer.Argument(help="Analysis name (see `geomlens list`).")],
-    model: ModelOption = "all-MiniLM-L6-v2",
-    backend: BackendOption = "nnsight",
+    model: ModelOption = DEFAULT_MODEL,
+    backend: BackendOption = DEFAULT_BACKEND,
     site: Annotated[
         list[str] | None,
         typer.Option("--site", "-s", help="Site(s), e.g. blocks.3.hook_resid_post."),
@@ -174,10 +177,8 @@ def run_command(
     if linearize is not None:
         from geomlens.cli.linearize import parse_linearize_flag
 
-        try:
+        with one_line_errors((ValueError,)):
             parse_linearize_flag(linearize)
-        except ValueError as error:
-            raise fail(str(error)) from error
     options = dict(_parse_option(o) for o in option or [])
     from geomlens.results import check_not_an_input
 
@@ -187,17 +188,15 @@ def run_command(
         "--model": model,
         "--option sae": options.get("sae"),
     }
-    try:
+    with one_line_errors((ValueError,)):
         for flag, written in (("--out", out), ("--plot", plot)):
             if written is not None:
                 check_not_an_input(flag, written, read)
-    except ValueError as error:
-        raise fail(str(error)) from error
     if site:
         if "site" in options:
             raise fail("give the site either with --site or with --option site=…, not both.")
         options["site"] = site[0] if len(site) == 1 else site
-    try:
+    with one_line_errors(interrupted=f"interrupted; nothing was written to {out}."):
         from geomlens.analyses.plotting import has_plot
         from geomlens.engine import build_analyses
 
@@ -231,11 +230,6 @@ def run_command(
                 checkpoint=checkpoint,
                 checkpoint_every=checkpoint_every,
             )
-    except USER_ERRORS as error:
-        raise fail(error_message(error)) from error
-    except KeyboardInterrupt:
-        typer.secho(f"interrupted; nothing was written to {out}.", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=130) from None
     if not shard.is_main:  # every rank holds the result; rank 0 alone writes it
         return
     result.to_json(out)

@@ -9,7 +9,14 @@ from typing import Annotated
 
 import typer
 
-from geomlens.cli.options import BackendOption, DeviceOption, ModelOption, SeedOption
+from geomlens.cli.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
+    BackendOption,
+    DeviceOption,
+    ModelOption,
+    SeedOption,
+)
 from geomlens.sae.config import (
     CAUSAL_LM_TRAINING,
     ENCODER_TRAINING,
@@ -34,7 +41,7 @@ app = typer.Typer(
 
 @app.command("train")
 def train_command(
-    model: ModelOption = "all-MiniLM-L6-v2",
+    model: ModelOption = DEFAULT_MODEL,
     site: Annotated[
         str | None,
         typer.Option(
@@ -72,7 +79,7 @@ def train_command(
             "--data", help=".txt/.jsonl/.json texts (default: the corpus's training part)."
         ),
     ] = None,
-    backend: BackendOption = "nnsight",
+    backend: BackendOption = DEFAULT_BACKEND,
     device: DeviceOption = None,
     cache_dir: Annotated[
         Path | None,
@@ -88,7 +95,7 @@ def train_command(
     (docs/sae.md)."""
     import geomlens as gl
     from geomlens.cli.data import load_data
-    from geomlens.cli.errors import USER_ERRORS, error_message, fail
+    from geomlens.cli.errors import check_positive, one_line_errors
     from geomlens.sae.training import cached_sae, corpus_texts
 
     for flag, value in (
@@ -97,15 +104,15 @@ def train_command(
         ("--batch-tokens", batch_tokens),
         ("--passes", passes),
     ):
-        if value is not None and value < 1:
-            raise fail(f"{flag} must be at least 1; got {value}.")
+        check_positive(flag, value)
     if data is None:
         texts, corpus = corpus_texts(), default_corpus_name()
     else:
         texts = load_data(data, None)
         digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
         corpus = f"file:{data.name}:{digest}"
-    try:
+    # The cache publishes an entry whole or not at all, so Ctrl-C leaves nothing half-trained.
+    with one_line_errors(interrupted="interrupted; no SAE was cached."):
         adapter = gl.load(model, backend=backend, device=device)
         base, recipe = default_training(adapter.is_causal_lm)
         given = {
@@ -123,12 +130,6 @@ def train_command(
         trained = cached_sae(
             adapter, where, corpus=corpus, data=texts, config=config, cache_dir=cache_dir
         )
-    except USER_ERRORS as error:
-        raise fail(error_message(error)) from error
-    except KeyboardInterrupt:
-        # The cache publishes an entry whole or not at all, so nothing half-trained is kept.
-        typer.secho("interrupted; no SAE was cached.", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=130) from None
     action = "reused cached" if trained.reused else "trained and cached"
     l0 = trained.sae.cfg.metadata.get("l0")
     typer.echo(f"{action} SAE for {adapter.model_id} at {where}: {trained.path}")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import typer
 
+from geomlens.cli.errors import one_line_errors
 from geomlens.theory import abstraction, resolution, ssd
 
 app = typer.Typer(
@@ -29,32 +30,23 @@ app = typer.Typer(
 PlotOption = Annotated[
     Path | None, typer.Option("--plot", help="Also write a figure here (.png, .pdf, .svg).")
 ]
+#: Δ of the resolution commands (pareto, collapse); ssd's --delta is another quantity (δ).
+SimilarityDeltaOption = Annotated[
+    float, typer.Option("--delta", help="Similarity Δ outside the ball, in [0, 1].")
+]
 
 # Points per curve in the figures: enough for smooth curves, few enough to draw instantly.
 _CURVE_POINTS = 201
 
 
-@contextlib.contextmanager
-def _invalid_arguments_exit() -> Iterator[None]:
+def _invalid_arguments_exit() -> contextlib.AbstractContextManager[None]:
     """Turn the library's ValueError (which says what was expected) into a clean CLI error."""
-    try:
-        yield
-    except ValueError as error:
-        raise _failure(str(error)) from error
+    return one_line_errors((ValueError,))
 
 
-@contextlib.contextmanager
-def _figure_errors_exit(path: Path) -> Iterator[None]:
+def _figure_errors_exit(path: Path) -> contextlib.AbstractContextManager[None]:
     """Report a figure that cannot be written (bad format, unwritable place) as a CLI error."""
-    try:
-        yield
-    except (ValueError, OSError) as error:
-        raise _failure(f"could not write the figure {path}: {error}") from error
-
-
-def _failure(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
+    return one_line_errors((ValueError, OSError), context=f"could not write the figure {path}: ")
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -86,9 +78,7 @@ def _wrote(path: Path) -> None:
 
 @app.command()
 def pareto(
-    delta: Annotated[
-        float, typer.Option("--delta", help="Similarity Δ outside the ball, in [0, 1].")
-    ] = 0.0,
+    delta: SimilarityDeltaOption = 0.0,
     num: Annotated[int, typer.Option("--num", help="Rows: values of b evenly in [0, 1].")] = 11,
     plot: PlotOption = None,
 ) -> None:
@@ -137,9 +127,7 @@ def collapse(
         typer.Option("--b", help="Ball measure b in [0, 1]; repeat for several curves."),
     ] = None,
     n_max: Annotated[int, typer.Option("--n-max", help="Largest number of candidates n.")] = 200,
-    delta: Annotated[
-        float, typer.Option("--delta", help="Similarity Δ outside the ball, in [0, 1].")
-    ] = 0.0,
+    delta: SimilarityDeltaOption = 0.0,
     plot: PlotOption = None,
 ) -> None:
     """p_S^n and p_I^n against the number of candidates n (Theorem 3).

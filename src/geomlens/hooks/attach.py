@@ -15,6 +15,8 @@ from geomlens.hooks.base import Adapter
 from geomlens.hooks.embedded_lms import embedded_lm, resolve_embedded
 
 BACKENDS = ("transformer-lens", "nnsight")
+#: The backend ``load`` (and every CLI command) uses unless told otherwise.
+DEFAULT_BACKEND = "nnsight"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: Names under which the bundled MiniLM is known; they resolve to the package's folder offline.
 BUNDLED_MINILM_NAMES = (
@@ -120,7 +122,7 @@ def resolve_model(
 def load(
     name_or_path: str | os.PathLike[str] | None = None,
     *,
-    backend: str = "nnsight",
+    backend: str = DEFAULT_BACKEND,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
     trust_remote_code: bool = False,

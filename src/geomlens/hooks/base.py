@@ -100,6 +100,8 @@ class Adapter(ABC):
 
     #: Short backend name recorded in results: "transformer-lens", "nnsight" or "recorded".
     backend: str = ""
+    #: The model's name as results record it (set by ``__init__``).
+    model_id: str
 
     def __init__(self, model_id: str) -> None:
         self.model_id = model_id

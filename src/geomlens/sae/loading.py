@@ -19,7 +19,8 @@ from sae_lens import SAE
 from safetensors import SafetensorError
 
 from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.config_fields import MLP_WIDTH_FIELDS, RESIDUAL_WIDTH_FIELDS, first_field
+from geomlens.hooks.sites import EMBED_SITE, LOGITS_SITE
+from geomlens.hooks.widths import expected_widths, width_kind
 
 #: Files sae-lens writes with ``save_model`` / ``save_inference_model``.
 SAE_FILES = ("cfg.json", "sae_weights.safetensors")
@@ -121,19 +122,9 @@ def site_width(adapter: Adapter, site: str) -> int | None:
     if recorded_shapes is not None:
         shape = recorded_shapes.get(site)
         return int(shape[-1]) if shape else None
-    config, model = adapter.config, adapter.model
-    if config is None and model is not None:
-        config = getattr(model, "cfg", None)
-    if config is None or site == "logits":
+    if site == LOGITS_SITE or (layer_of(site) is None and site != EMBED_SITE):
         return None
-    mlp = ".mlp.hook_pre" in site or ".mlp.hook_post" in site
-    if layer_of(site) is None and site != "hook_embed":
-        return None
-    width = first_field(config, MLP_WIDTH_FIELDS if mlp else RESIDUAL_WIDTH_FIELDS)
-    if width is None and mlp:  # GPT-2 leaves n_inner None: 4 x the model width
-        residual = first_field(config, RESIDUAL_WIDTH_FIELDS)
-        return 4 * residual if residual is not None else None
-    return width
+    return expected_widths(adapter).get(width_kind(site))
 
 
 def check_sae_fits(sae: SAE, adapter: Adapter, site: str) -> str:

@@ -12,40 +12,15 @@ final hidden states, named in the result). A feature-shuffle ablation permutes l
 before decoding (same L0, broken semantics). docs/sae.md gives every formula.
 """
 
-from geomlens.analyses.sae_features.analysis import SAEFeatures
-from geomlens.analyses.sae_features.config import (
-    CALIBRATION,
-    COSINE_FIDELITY,
-    DEFAULT_CALIBRATION_ROWS,
-    DEFAULT_HELDOUT_ROWS,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_OOD_ROWS,
-    HELDOUT,
-    POOL_SATURATION,
-    SMOOTHED_BITS,
-    SAEFeaturesConfig,
-)
-from geomlens.analyses.sae_features.counting import NEVER, ConditionStats, SiteState
-from geomlens.analyses.sae_features.splicing import (
-    cosine_distance_per_sequence,
-    smoothed_bits_per_sequence,
-)
+# Each submodule's ``__all__`` names what it contributes here: one list per name, no copy to drift.
+from geomlens.analyses.sae_features import analysis, config, counting, splicing
+from geomlens.analyses.sae_features.analysis import *  # noqa: F403
+from geomlens.analyses.sae_features.config import *  # noqa: F403
+from geomlens.analyses.sae_features.counting import *  # noqa: F403
+from geomlens.analyses.sae_features.splicing import *  # noqa: F403
 
-__all__ = [
-    "CALIBRATION",
-    "COSINE_FIDELITY",
-    "DEFAULT_CALIBRATION_ROWS",
-    "DEFAULT_HELDOUT_ROWS",
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_OOD_ROWS",
-    "HELDOUT",
-    "NEVER",
-    "POOL_SATURATION",
-    "SMOOTHED_BITS",
-    "ConditionStats",
-    "SAEFeatures",
-    "SAEFeaturesConfig",
-    "SiteState",
-    "cosine_distance_per_sequence",
-    "smoothed_bits_per_sequence",
-]
+__all__: list[str] = []
+__all__ += analysis.__all__
+__all__ += config.__all__
+__all__ += counting.__all__
+__all__ += splicing.__all__

@@ -39,6 +39,8 @@ from geomlens.hooks.inputs import ModelInputs
 from geomlens.hooks.resume import capture_from_layer, resume_site_for
 from geomlens.results import Result
 
+__all__ = ["SAEFeatures"]
+
 
 class SAEFeatures(Analysis):
     """SAE active counts k, pool P and SSD, pool mismatch η̂, ε̂_loss, the SSD bound, OOD AUROC."""

@@ -9,6 +9,20 @@ from typing import Any
 from geomlens.analyses.base import AnalysisConfig, option
 from geomlens.hooks.content_tokens import SINK_NORM_RATIO
 
+#: What ``geomlens.analyses.sae_features`` re-exports from here (the checks stay internal).
+__all__ = [
+    "CALIBRATION",
+    "COSINE_FIDELITY",
+    "DEFAULT_CALIBRATION_ROWS",
+    "DEFAULT_HELDOUT_ROWS",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_OOD_ROWS",
+    "HELDOUT",
+    "POOL_SATURATION",
+    "SMOOTHED_BITS",
+    "SAEFeaturesConfig",
+]
+
 CALIBRATION = "calibration"
 HELDOUT = "heldout"
 #: Loss names recorded in the result.

@@ -16,6 +16,10 @@ from geomlens.analyses.sae_features.config import CALIBRATION, HELDOUT
 from geomlens.hooks.content_tokens import TokenSelection
 from geomlens.plain_state import state_class
 
+#: What ``geomlens.analyses.sae_features`` re-exports from here (the counting functions are
+#: the analysis's own).
+__all__ = ["NEVER", "ConditionStats", "SiteState"]
+
 NEVER = np.iinfo(np.int64).max
 
 

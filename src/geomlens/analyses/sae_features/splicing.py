@@ -7,6 +7,10 @@ from typing import Any
 
 import torch
 
+#: What ``geomlens.analyses.sae_features`` re-exports from here (``reconstruct`` is the
+#: analysis's own).
+__all__ = ["cosine_distance_per_sequence", "smoothed_bits_per_sequence"]
+
 
 def reconstruct(
     sae: Any,
