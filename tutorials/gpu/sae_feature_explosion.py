@@ -201,8 +201,11 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def trained_sae(adapter: gl.Adapter, args: argparse.Namespace) -> tuple[object, str]:
-    """A standard SAE trained (or reused from the cache) on the model's own activations."""
-    from geomlens.sae.config import TrainingConfig, default_corpus_name
+    """A standard SAE trained (or reused from the cache) on the model's own activations, with
+    the model's default recipe (causal LM or encoder) and the options given."""
+    import dataclasses
+
+    from geomlens.sae.config import default_corpus_name, default_training
     from geomlens.sae.training import cached_sae, corpus_texts
 
     site = adapter.resolve_site(args.site or f"blocks.{adapter.n_layers // 2}.hook_resid_post")
@@ -213,11 +216,14 @@ def trained_sae(adapter: gl.Adapter, args: argparse.Namespace) -> tuple[object, 
         "passes": args.train_passes,
         "max_length": args.max_tokens,  # train on texts as long as those analysed
     }
-    config = TrainingConfig(**{k: v for k, v in overrides.items() if v is not None})
+    base, recipe = default_training(adapter.is_causal_lm)
+    config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
     trained = cached_sae(
         adapter, site, corpus=default_corpus_name(), data=corpus_texts(), config=config
     )
-    print(f"{'reused' if trained.reused else 'trained'} SAE {trained.path} ({config})")
+    print(
+        f"{'reused' if trained.reused else 'trained'} SAE {trained.path} (the {recipe}: {config})"
+    )
     return trained.sae, site
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Annotated
@@ -16,9 +17,21 @@ from geomlens.cli.options import (
     ModelOption,
     SeedOption,
 )
-from geomlens.sae.config import TrainingConfig, default_corpus_name
+from geomlens.sae.config import (
+    CAUSAL_LM_TRAINING,
+    ENCODER_TRAINING,
+    default_corpus_name,
+    default_training,
+)
 
-DEFAULTS = TrainingConfig()
+
+def _default(field: str) -> str:
+    """Help text for an option whose default depends on the model (encoder or causal LM)."""
+    encoder, causal = getattr(ENCODER_TRAINING, field), getattr(CAUSAL_LM_TRAINING, field)
+    if encoder == causal:
+        return f"default {encoder}"
+    return f"default {encoder} on an encoder, {causal} on a causal LM"
+
 
 app = typer.Typer(
     help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.",
@@ -36,21 +49,30 @@ def train_command(
         ),
     ] = None,
     d_sae: Annotated[
-        int, typer.Option("--d-sae", help="Dictionary size (latents).")
-    ] = DEFAULTS.d_sae,
+        int | None,
+        typer.Option("--d-sae", help=f"Dictionary size (latents); {_default('d_sae')}."),
+    ] = None,
     tokens: Annotated[
-        int, typer.Option("--tokens", help="Distinct tokens captured.")
-    ] = DEFAULTS.tokens,
+        int | None,
+        typer.Option("--tokens", help=f"Distinct tokens captured; {_default('tokens')}."),
+    ] = None,
     l1: Annotated[
-        float, typer.Option("--l1", help="sae-lens L1 coefficient.")
-    ] = DEFAULTS.l1_coefficient,
-    lr: Annotated[float, typer.Option("--lr", help="Adam learning rate.")] = DEFAULTS.lr,
+        float | None,
+        typer.Option("--l1", help=f"sae-lens L1 coefficient; {_default('l1_coefficient')}."),
+    ] = None,
+    lr: Annotated[
+        float | None, typer.Option("--lr", help=f"Adam learning rate; {_default('lr')}.")
+    ] = None,
     batch_tokens: Annotated[
-        int, typer.Option("--batch-tokens", help="Tokens per step.")
-    ] = DEFAULTS.batch_tokens,
+        int | None,
+        typer.Option("--batch-tokens", help=f"Tokens per step; {_default('batch_tokens')}."),
+    ] = None,
     passes: Annotated[
-        int, typer.Option("--passes", help="Times each captured token is trained on.")
-    ] = DEFAULTS.passes,
+        int | None,
+        typer.Option(
+            "--passes", help=f"Times each captured token is trained on; {_default('passes')}."
+        ),
+    ] = None,
     data: Annotated[
         Path | None,
         typer.Option(
@@ -67,7 +89,10 @@ def train_command(
     ] = None,
     seed: SeedOption = 0,
 ) -> None:
-    """Train (or reuse) an SAE on the model's activations at SITE; print its folder."""
+    """Train (or reuse) an SAE on the model's activations at SITE; print its folder.
+
+    Options left out take the model's default recipe: one for encoders, one for causal LMs
+    (docs/sae.md)."""
     import geomlens as gl
     from geomlens.cli.data import load_data
     from geomlens.cli.errors import check_positive, one_line_errors
@@ -86,18 +111,21 @@ def train_command(
         texts = load_data(data, None)
         digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
         corpus = f"file:{data.name}:{digest}"
-    config = TrainingConfig(
-        d_sae=d_sae,
-        tokens=tokens,
-        l1_coefficient=l1,
-        lr=lr,
-        batch_tokens=batch_tokens,
-        passes=passes,
-        seed=seed,
-    )
     # The cache publishes an entry whole or not at all, so Ctrl-C leaves nothing half-trained.
     with one_line_errors(interrupted="interrupted; no SAE was cached."):
         adapter = gl.load(model, backend=backend, device=device)
+        base, recipe = default_training(adapter.is_causal_lm)
+        given = {
+            "d_sae": d_sae,
+            "tokens": tokens,
+            "l1_coefficient": l1,
+            "lr": lr,
+            "batch_tokens": batch_tokens,
+            "passes": passes,
+        }
+        config = dataclasses.replace(
+            base, seed=seed, **{k: v for k, v in given.items() if v is not None}
+        )
         where = site or f"blocks.{adapter.n_layers // 2}.hook_resid_post"
         trained = cached_sae(
             adapter, where, corpus=corpus, data=texts, config=config, cache_dir=cache_dir
@@ -106,4 +134,5 @@ def train_command(
     l0 = trained.sae.cfg.metadata.get("l0")
     typer.echo(f"{action} SAE for {adapter.model_id} at {where}: {trained.path}")
     typer.echo(f"  d_in={trained.sae.cfg.d_in} d_sae={trained.sae.cfg.d_sae} training L0={l0}")
+    typer.echo(f"  recipe: the {recipe}, with {config.tokens} tokens x {config.passes} passes")
     typer.echo(f"  use it: geomlens run sae-features --option sae='{trained.path}'")

@@ -7,6 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+#: Decoder-bias initialisations :class:`TrainingConfig` knows.
+B_DEC_INITS = ("zeros", "mean")
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -19,7 +22,19 @@ class TrainingConfig:
     l1_coefficient: float = 5.0
     """Weight of sae-lens's L1 sparsity penalty (on activations normalised to norm √d_in)."""
     lr: float = 1e-3
-    """Adam learning rate (constant)."""
+    """Adam learning rate (constant unless ``lr_warmup`` / ``lr_decay`` say otherwise)."""
+    lr_warmup: float = 0.0
+    """Fraction of the steps over which the learning rate rises linearly from 0 (sae-lens's
+    ``lr_warm_up_steps``)."""
+    lr_decay: float = 0.0
+    """Fraction of the last steps over which the learning rate falls linearly to 0 (sae-lens's
+    ``lr_decay_steps``)."""
+    l1_warmup: float = 0.0
+    """Fraction of the steps over which the L1 coefficient rises linearly from 0 (sae-lens's
+    ``l1_warm_up_steps``): latents form before the penalty can kill them."""
+    b_dec_init: str = "zeros"
+    """Decoder bias at the start: ``"zeros"`` (sae-lens's) or ``"mean"`` (the mean of the
+    captured activations, so the latents start by coding the deviations from it)."""
     batch_tokens: int = 256
     """Activation vectors per training step."""
     rows_per_chunk: int = 64
@@ -37,8 +52,57 @@ class TrainingConfig:
     the median of their row's other tokens (``geomlens.hooks.content_tokens``; None: keep)."""
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.b_dec_init not in B_DEC_INITS:
+            raise ValueError(
+                f"TrainingConfig b_dec_init={self.b_dec_init!r} is not one of "
+                f"{', '.join(map(repr, B_DEC_INITS))}."
+            )
+        for name in ("lr_warmup", "lr_decay", "l1_warmup"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(
+                    f"TrainingConfig {name} is a fraction of the steps, from 0 to 1; got "
+                    f"{getattr(self, name)}."
+                )
+        if self.lr_warmup + self.lr_decay > 1.0:
+            raise ValueError(
+                "TrainingConfig lr_warmup + lr_decay must not exceed 1 (they are fractions of "
+                f"the same steps); got {self.lr_warmup} + {self.lr_decay}."
+            )
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+#: The encoder default (MiniLM's README numbers come from it): :class:`TrainingConfig` as it is.
+ENCODER_TRAINING = TrainingConfig()
+
+#: The default for causal LMs (issue 18), for SmolLM2-135M at its middle block, where the encoder
+#: default's 312 steps left ε̂_loss near 1 bit with most latents dead. Every captured token is
+#: kept in one buffer (``rows_per_chunk`` covers the corpus) and trained on for about 2 500
+#: reshuffled steps: on a CPU the forward passes cost far more than the SAE's steps. Its ε̂_loss
+#: on SmolLM2 was not yet measured when it was made the default (the machine was saturated):
+#: measure it before quoting it (docs/sae.md).
+CAUSAL_LM_TRAINING = TrainingConfig(
+    d_sae=2304,
+    tokens=40_000,
+    rows_per_chunk=4096,
+    passes=16,
+    l1_coefficient=3.0,
+    lr=1e-3,
+    lr_warmup=0.05,
+    lr_decay=0.2,
+    l1_warmup=0.05,
+    b_dec_init="mean",
+)
+
+
+def default_training(is_causal_lm: bool) -> tuple[TrainingConfig, str]:
+    """The default :class:`TrainingConfig` for a model, and its name for notes and provenance:
+    the causal-LM recipe for a causal LM, the encoder default otherwise."""
+    if is_causal_lm:
+        return CAUSAL_LM_TRAINING, "causal-LM default (issue 18)"
+    return ENCODER_TRAINING, "encoder default"
 
 
 def default_corpus_name() -> str:

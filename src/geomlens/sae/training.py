@@ -11,6 +11,7 @@ kept in a cache (:mod:`geomlens.sae.cache`) and reused.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.hooks.positions import max_positions
 from geomlens.results import atomic_write_text
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
-from geomlens.sae.config import TrainingConfig
+from geomlens.sae.config import TrainingConfig, default_training
 from geomlens.sae.loading import read_sae_folder
 
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
@@ -137,22 +138,11 @@ def _content_tokens(
     watch.raise_if_any()
 
 
-def train_sae(
-    adapter: Adapter,
-    site: str,
-    data: Any,
-    config: TrainingConfig | None = None,
-) -> StandardTrainingSAE:
-    """Train a standard (ReLU, L1) SAE with sae-lens on activations of ``site`` over ``data``.
-
-    ``data`` is anything ``gl.run`` accepts (texts, token ids). The site and width are checked
-    against the model before the first forward pass; ``d_in`` is read from the activations. Returns the trained sae-lens SAE, whose
-    metadata records the model and site.
-    """
-    site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
-    config = config or TrainingConfig()
-    torch.manual_seed(config.seed)
-    batches = activation_batches(
+def training_batches(
+    adapter: Adapter, site: str, data: Any, config: TrainingConfig
+) -> Iterator[torch.Tensor]:
+    """The activation batches :func:`train_sae` trains on for ``config``, in its order."""
+    return activation_batches(
         adapter,
         site,
         data,
@@ -164,18 +154,41 @@ def train_sae(
         exclude_special=config.exclude_special,
         sink_norm_ratio=config.sink_norm_ratio,
     )
-    first = next(batches)
-    d_in = int(first.shape[-1])
+
+
+def train_sae(
+    adapter: Adapter,
+    site: str,
+    data: Any,
+    config: TrainingConfig | None = None,
+) -> StandardTrainingSAE:
+    """Train a standard (ReLU, L1) SAE with sae-lens on activations of ``site`` over ``data``.
+
+    ``data`` is anything ``gl.run`` accepts (texts, token ids). The site and width are checked
+    against the model before the first forward pass; ``d_in`` is read from the activations.
+    ``config`` None: the model's default (:func:`geomlens.sae.config.default_training`).
+    Returns the trained sae-lens SAE, whose metadata records the model and site.
+    """
+    site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
+    config = config or default_training(adapter.is_causal_lm)[0]
+    torch.manual_seed(config.seed)
+    batches = training_batches(adapter, site, data, config)
+    # The batches sae-lens estimates its norm scaling factor from (and the decoder bias's start).
+    norm_batches = max(1, min(8, config.tokens // config.batch_tokens))
+    head = [next(batches) for _ in range(norm_batches)]
+    d_in = int(head[0].shape[-1])
 
     def provider() -> Iterator[torch.Tensor]:
-        yield first
+        yield from head
         yield from batches
 
+    steps = config.tokens * config.passes // config.batch_tokens
     sae = StandardTrainingSAE(
         StandardTrainingSAEConfig(
             d_in=d_in,
             d_sae=config.d_sae,
             l1_coefficient=config.l1_coefficient,
+            l1_warm_up_steps=int(config.l1_warmup * steps),
             # sae-lens estimates a scale so inputs have norm √d_in, and folds it back into the
             # weights after training: the saved SAE reads raw activations.
             normalize_activations="expected_average_only_in",
@@ -195,12 +208,33 @@ def train_sae(
         train_batch_size_samples=config.batch_tokens,
         lr=config.lr,
         lr_end=config.lr,
-        n_batches_for_norm_estimate=max(1, min(8, config.tokens // config.batch_tokens)),
+        lr_warm_up_steps=int(config.lr_warmup * steps),
+        lr_decay_steps=int(config.lr_decay * steps),
+        n_batches_for_norm_estimate=norm_batches,
         dead_feature_window=max(1, config.tokens // config.batch_tokens),
         feature_sampling_window=max(1, config.tokens // config.batch_tokens),
         device=str(adapter.device),
     )
-    return _StepTrainer(trainer_config, sae, provider()).fit()
+    trainer = _StepTrainer(trainer_config, sae, provider())
+    if config.b_dec_init == "mean":
+        _start_decoder_bias_at_mean(trainer, torch.cat(head))
+    return trainer.fit()
+
+
+def _start_decoder_bias_at_mean(trainer: SAETrainer, sample: torch.Tensor) -> None:
+    """Set sae-lens's norm scaling factor from ``sample`` (as its trainer would estimate it:
+    √d_in over the mean norm) and start the decoder bias at the sample's mean, scaled alike.
+
+    The factor is fixed first because the bias lives in the scaled space the trainer trains
+    in; sae-lens skips its own estimate when the factor is set and folds it in at the end.
+    A causal LM's residual stream has a large common mean; from zero, latents spend the first
+    steps learning it and many die.
+    """
+    sample = sample.to(torch.float32)
+    scale = math.sqrt(sample.shape[-1]) / float(sample.norm(dim=-1).mean())
+    trainer.activation_scaler.scaling_factor = scale
+    with torch.no_grad():
+        trainer.sae.b_dec.data = (sample.mean(0) * scale).to(trainer.sae.b_dec)
 
 
 class _StepTrainer(SAETrainer):
@@ -236,8 +270,9 @@ def cached_sae(
     cache_dir: str | Path | None = None,
 ) -> TrainedSAE:
     """The SAE for (model, site, corpus, config) from the cache, training and saving it first
-    when it is not there yet. ``corpus`` names ``data`` in the cache key."""
-    config = config or TrainingConfig()
+    when it is not there yet. ``corpus`` names ``data`` in the cache key; ``config`` None: the
+    model's default (:func:`geomlens.sae.config.default_training`)."""
+    config = config or default_training(adapter.is_causal_lm)[0]
     key = cache_key(adapter, site, corpus, config)
     folder = cache_entry(key, cache_dir)
     if folder.is_dir():
@@ -275,7 +310,7 @@ def is_cached(
     cache_dir: str | Path | None = None,
 ) -> bool:
     """Whether :func:`cached_sae` would reuse a saved SAE (no training) for these arguments."""
-    key = cache_key(adapter, site, corpus, config or TrainingConfig())
+    key = cache_key(adapter, site, corpus, config or default_training(adapter.is_causal_lm)[0])
     return cache_entry(key, cache_dir).is_dir()
 
 

@@ -7,6 +7,7 @@ run of the engine: an analysis's ``setup`` never starts a nested run.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from geomlens.hooks.base import Adapter
@@ -20,17 +21,21 @@ def default_site(adapter: Adapter) -> str:
 
 
 def default_sae(adapter: Adapter, site: str, training: dict[str, Any]) -> tuple[Any, str]:
-    """The cached (or freshly trained) SAE at ``site``, and a note saying which it was;
-    ``training`` overrides :class:`geomlens.sae.TrainingConfig`."""
-    from geomlens.sae.config import TrainingConfig, default_corpus_name
+    """The cached (or freshly trained) SAE at ``site``, and a note saying which it was and with
+    which recipe; ``training`` overrides the model's default :class:`geomlens.sae.TrainingConfig`
+    (:func:`geomlens.sae.config.default_training`: one for causal LMs, one for encoders)."""
+    from geomlens.sae.config import default_corpus_name, default_training
     from geomlens.sae.training import cached_sae, corpus_texts
 
-    config = TrainingConfig(**training)
+    base, recipe = default_training(adapter.is_causal_lm)
+    config = dataclasses.replace(base, **training)
     trained = cached_sae(
         adapter, site, corpus=default_corpus_name(), data=corpus_texts(), config=config
     )
+    changed = f", overridden: {sorted(training)}" if training else ""
     note = (
         f"{'reused' if trained.reused else 'trained'} {trained.path} (sae-lens standard SAE, "
-        f"m={trained.sae.cfg.d_sae}, {config.tokens} tokens of the corpus's training part)"
+        f"m={trained.sae.cfg.d_sae}, {config.tokens} tokens of the corpus's training part, "
+        f"{config.passes} passes; training recipe: the {recipe}{changed})"
     )
     return trained.sae, note
