@@ -18,13 +18,18 @@ from geomlens.data.dataset import Dataset
 from geomlens.formatting import number
 from geomlens.registry import ANALYSES
 from geomlens.report import build_report
-from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, QUICK_CAUSAL_LM_ROWS, section_model
+from geomlens.report.causal_lm import (
+    CAUSAL_LM_ANALYSES,
+    QUICK_CAUSAL_LM_ROWS,
+    QUICK_LANGUAGE_PAIRS,
+    section_model,
+)
 from geomlens.report.figures import (
     abstraction_with_depth_law,
     pareto_with_model,
     ssd_bound_with_model,
 )
-from geomlens.report.plan import builtin_analyses, quick_subset
+from geomlens.report.plan import QUICK_GROUP_MIN_ROWS, builtin_analyses, quick_subset
 from geomlens.report.readings import HEADLINES, read
 from geomlens.theory import resolution
 
@@ -394,8 +399,11 @@ def test_the_quick_causal_lm_section_is_cut_and_says_so(quick_report):
     section = quick_report.causal_lm
     provenance = section.provenance
     for record in provenance["passes"]:
-        groups = 5 if record["analyses"] == ["sae-features"] else 1  # 8 rows per condition
-        assert record["rows"] <= max(QUICK_CAUSAL_LM_ROWS, 8 * groups), record
+        # Every group keeps its minimum: sae-features' 5 conditions, the bilingual concepts'
+        # language pairs (one task each).
+        groups = {"sae-features": 5, "linearization-effect": len(QUICK_LANGUAGE_PAIRS)}
+        minimum = QUICK_GROUP_MIN_ROWS * groups.get(record["analyses"][0], 1)
+        assert record["rows"] <= max(QUICK_CAUSAL_LM_ROWS, minimum), record
         assert record["rows"] < record["rows_shipped"], record
     assert section.quick_note and "quick" in section.quick_note
     assert "A quick run: each pass of this section" in quick_report.index.read_text()
