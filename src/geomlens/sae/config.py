@@ -80,9 +80,8 @@ ENCODER_TRAINING = TrainingConfig()
 #: The default for causal LMs (issue 18), for SmolLM2-135M at its middle block, where the encoder
 #: default's 312 steps left ε̂_loss near 1 bit with most latents dead. Every captured token is
 #: kept in one buffer (``rows_per_chunk`` covers the corpus) and trained on for about 2 500
-#: reshuffled steps: on a CPU the forward passes cost far more than the SAE's steps. Its ε̂_loss
-#: on SmolLM2 was not yet measured when it was made the default (the machine was saturated):
-#: measure it before quoting it (docs/sae.md).
+#: reshuffled steps: on a CPU the forward passes cost far more than the SAE's steps. In the
+#: default report on SmolLM2 it gives ε̂_loss well under 1 bit (docs/sae.md).
 CAUSAL_LM_TRAINING = TrainingConfig(
     d_sae=2304,
     tokens=40_000,
