@@ -50,11 +50,21 @@ def smoothed_bits_per_sequence(
     """Mean smoothed bits ``-log2((1 - a) p + a / V)`` of each sequence's next tokens, and how
     many tokens were predicted (positions t whose token t+1 is also real); on the logits'
     device (sae-features reads them back in finalize)."""
-    log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
     vocab = logits.shape[-1]
-    targets = input_ids[:, 1:].to(log_probs.device)
-    p = log_probs[:, :-1].gather(-1, targets[..., None]).squeeze(-1).exp()
-    valid = (mask[:, :-1] & mask[:, 1:]).to(log_probs.device)
+    targets = input_ids[:, 1:].to(logits.device)
+    # One sequence at a time: a float64 log-softmax of the whole batch is [B, T, V] × 8 bytes
+    # (Gemma 3's V = 262,144 ran a 24 GB machine out of memory); row by row it is the same
+    # arithmetic (the softmax is over V alone) in 1/B of the memory.
+    p = torch.stack(
+        [
+            torch.log_softmax(row[:-1].to(torch.float64), dim=-1)
+            .gather(-1, target[:, None])
+            .squeeze(-1)
+            .exp()
+            for row, target in zip(logits, targets)
+        ]
+    )
+    valid = (mask[:, :-1] & mask[:, 1:]).to(logits.device)
     bits = -torch.log2((1.0 - a) * p + a / vocab)
     counts = valid.sum(-1)
     means = (bits * valid).sum(-1) / counts.clamp(min=1)
