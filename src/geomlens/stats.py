@@ -60,7 +60,7 @@ class StreamingMoments:
                 f"update_masked takes rows [n, d] and a mask [n]; got {tuple(values.shape)} and "
                 f"{tuple(mask.shape)}."
             )
-        if values.device.type == "cpu" if select is None else select:
+        if (values.device.type == "cpu") if select is None else select:
             # On a CPU selecting rows stalls nothing, and the statistics then cost work on the
             # real rows only (padding is most of a batch of texts of mixed length).
             self.update(values[mask.to(values.device).bool()])

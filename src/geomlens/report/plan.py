@@ -176,7 +176,7 @@ def build_analysis(
 PlannedAnalysis = str | Analysis | tuple[Analysis, Any] | tuple[Analysis, Any, str]
 
 
-def given_data_description(data: Any, what: str | None = None) -> str:
+def given_data_description(what: str | None = None) -> str:
     """Words for data handed to an analysis (not its default): ``what`` it is, when known."""
     return what or "Data given with the analysis (not its default data)."
 
@@ -246,6 +246,6 @@ def plan_passes(
             sorted(dataset.columns),
             default_data_description(type(analysis))
             if data_is_default
-            else given_data_description(data, *described),
+            else given_data_description(*described),
         )
     return list(passes.values()), failures
