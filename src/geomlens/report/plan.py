@@ -134,6 +134,11 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
     return subset(dataset, np.sort(np.concatenate(kept)))
 
 
+def first_paragraph(function: Any) -> str:
+    """The first paragraph of ``function``'s docstring, on one line ('' without one)."""
+    return " ".join((function.__doc__ or "").strip().split("\n\n")[0].split())
+
+
 def default_data_description(cls: type[Analysis]) -> str:
     """What ``cls`` runs on when given no data, in words: the first paragraph of its
     ``default_data`` docstring (the base class's: the bundled corpus)."""
@@ -145,8 +150,7 @@ def default_data_description(cls: type[Analysis]) -> str:
             f"The bundled English corpus: {DEFAULT_CORPUS_SIZE} paragraphs of Python "
             "standard-library docstrings."
         )
-    doc = (method.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split()) or "Its own shipped data (see its documentation)."
+    return first_paragraph(method) or "Its own shipped data (see its documentation)."
 
 
 def build_analysis(

@@ -33,6 +33,7 @@ from geomlens.report.plan import (
     ReportPass,
     build_analysis,
     builtin_analyses,
+    first_paragraph,
     plan_passes,
     planned_name,
 )
@@ -223,8 +224,7 @@ def run_causal_lm_section(
         if spec.data is None:
             planned.append(analysis)
         else:  # the pass's provenance names this data, not the analysis's default
-            what = " ".join((spec.data.__doc__ or "").strip().split("\n\n")[0].split())
-            planned.append((analysis, spec.data(adapter, quick), what))
+            planned.append((analysis, spec.data(adapter, quick), first_paragraph(spec.data)))
     planned_at = time.perf_counter()
     if quick:
         sae = next((a for a in planned if planned_name(a) == "sae-features"), None)
