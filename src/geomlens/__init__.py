@@ -30,6 +30,8 @@ _EXPORTS = {
     "register_analysis": "geomlens.analyses.registry",
     "list_analyses": "geomlens.analyses.catalog",
     "analysis_class": "geomlens.analyses.catalog",
+    "series": "geomlens.dynamics.series",
+    "sweep": "geomlens.dynamics.sweep",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -50,3 +50,13 @@ def _mount_sae() -> None:
 
 
 _mount_sae()
+
+
+def _mount_dynamics() -> None:
+    from geomlens.cli.dynamics import experiment_app, sweep_command
+
+    app.command("sweep")(sweep_command)
+    app.add_typer(experiment_app, name="experiment", help="Train a theory's network, checkpointed.")
+
+
+_mount_dynamics()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import importlib.metadata
 import os
 import platform
@@ -55,13 +56,20 @@ VERSIONED_PACKAGES = ("geomlens", "torch", "transformers", "transformer-lens", "
 
 
 def library_versions() -> dict[str, str]:
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """Read once per process: reading package metadata costs ~0.1 s, which a sweep over many
+    checkpoints would pay at every one."""
     versions = {"python": platform.python_version()}
     for package in VERSIONED_PACKAGES:
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "not installed"
-    return versions
+    return tuple(versions.items())
 
 
 def build_analyses(

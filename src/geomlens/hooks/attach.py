@@ -128,8 +128,13 @@ def load(
     trust_remote_code: bool = False,
     device_map: str | dict[str, Any] | None = None,
     max_memory: dict[Any, str] | None = None,
+    revision: str | None = None,
 ) -> Adapter:
     """Load a Hugging Face model by name or local path and attach it (default: MiniLM, nnsight).
+
+    ``revision`` (a hub branch, tag or commit, e.g. Pythia's ``"step1000"``) loads that
+    revision of a hub repository; results record it and the commit it resolved to in their
+    provenance (``model_source``).
 
     ``device_map`` / ``max_memory`` (nnsight backend) are passed to ``from_pretrained`` to
     spread a model too large for one device over several (``device_map="auto"``); inputs then
@@ -143,6 +148,8 @@ def load(
     if backend not in BACKENDS:
         raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
     source, model_id, model_source = resolve_model(name_or_path)
+    if revision is not None:
+        source, model_source = hub_revision(source, revision)
     if isinstance(dtype, str):
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"Unknown dtype {dtype!r}; use e.g. 'float32', 'bfloat16', 'float16'.")
@@ -210,6 +217,25 @@ def load(
     adapter.model_source = model_source
     adapter.trust_remote_code = trust_remote_code
     return adapter
+
+
+def hub_revision(repository: str, revision: str) -> tuple[str, dict[str, Any]]:
+    """The local folder of ``repository`` at ``revision`` (downloaded, or from the cache when
+    ``HF_HUB_OFFLINE=1``) and its provenance: the revision asked and the commit it resolved to."""
+    if Path(repository).exists():
+        raise ValueError(
+            f"revision= selects a revision of a hub repository; {repository} is a local folder "
+            "(give the hub name, or the folder without revision=)."
+        )
+    from huggingface_hub import snapshot_download
+
+    folder = Path(snapshot_download(repository, revision=revision))
+    return str(folder), {
+        "origin": "hub",
+        "repository": repository,
+        "revision": revision,
+        "commit": folder.name,
+    }
 
 
 def check_device(device: str | torch.device) -> torch.device:

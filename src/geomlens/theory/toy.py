@@ -12,6 +12,7 @@ be compared with Proposition 1's front (:func:`~geomlens.theory.resolution.linea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -200,7 +201,12 @@ def _reconstruction_mse(gram: torch.Tensor, batch: torch.Tensor) -> torch.Tensor
     return (counts[:, None] * error).sum() / (batch.numel() * stimuli)
 
 
-def train_toy(config: ToyConfig | None = None, *, distances: ArrayLike | None = None) -> ToyResult:
+def train_toy(
+    config: ToyConfig | None = None,
+    *,
+    distances: ArrayLike | None = None,
+    on_epoch: Callable[[int, np.ndarray], None] | None = None,
+) -> ToyResult:
     """Train the toy network and record its (p_S, p_I) and similarity profile every epoch.
 
     Each step draws ``batch_size`` trials of n + 1 distinct stimuli (n = ``candidates`` and a
@@ -211,6 +217,8 @@ def train_toy(config: ToyConfig | None = None, *, distances: ArrayLike | None = 
         config: hyper-parameters (the paper's by default).
         distances: any stimulus metric as an (l, l) matrix (symmetric, zero diagonal,
             non-negative); it replaces ``geometry``, and l must equal ``config.stimuli``.
+        on_epoch: called with (epoch, a copy of W) at the start (epoch 0) and after every
+            epoch, e.g. to save checkpoints.
     """
     config = config or ToyConfig()
     generator = torch.Generator().manual_seed(config.seed)
@@ -230,6 +238,8 @@ def train_toy(config: ToyConfig | None = None, *, distances: ArrayLike | None = 
         return p_s, p_i, similarity_profile(similarity, distances)[1]
 
     history = [record(w)]
+    if on_epoch is not None:
+        on_epoch(0, w.detach().numpy().copy())
     losses = []
     for _ in range(config.epochs):
         epoch_loss = 0.0
@@ -250,6 +260,8 @@ def train_toy(config: ToyConfig | None = None, *, distances: ArrayLike | None = 
             epoch_loss += loss.item()
         losses.append(epoch_loss / config.steps_per_epoch)
         history.append(record(w))
+        if on_epoch is not None:
+            on_epoch(len(losses), w.detach().numpy().copy())
 
     p_s, p_i, profiles = (np.array(column) for column in zip(*history))
     levels = np.unique(distances)

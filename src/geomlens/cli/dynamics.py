@@ -1,0 +1,252 @@
+"""``geomlens sweep`` (analyses across a model's checkpoints) and ``geomlens experiment``
+(the training experiments whose checkpoints come with their exact theory)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from geomlens.cli.errors import fail, one_line_errors
+
+experiment_app = typer.Typer(
+    help="Train a theory's network with checkpoints and its setup in run.json (then sweep it).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="markdown",
+)
+
+
+def _parse_option(text: str) -> tuple[str, Any]:
+    key, equals, raw = text.partition("=")
+    if not equals or not key.strip():
+        raise fail(f"--option takes KEY=VALUE; got {text!r}.")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return key.strip(), value
+
+
+def sweep_command(
+    analyses: Annotated[
+        list[str], typer.Argument(help="Analysis name(s), fused in one pass per checkpoint.")
+    ],
+    series: Annotated[
+        str | None,
+        typer.Option(
+            "--series",
+            help="The checkpoints: a folder of checkpoint-N / step-N / epoch-N / global_step-N "
+            "sub-folders, a folder a `geomlens experiment` wrote, or a hub repository with "
+            "--revisions.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder for the sweep (created).")
+    ] = None,
+    revisions: Annotated[
+        str | None,
+        typer.Option(
+            "--revisions",
+            help="Hub revisions: 'pythia', 'stanford-crfm', or names separated by commas.",
+        ),
+    ] = None,
+    select: Annotated[
+        str | None,
+        typer.Option("--select", help="Thin the series: log:N (log-spaced) or every:K."),
+    ] = None,
+    site: Annotated[
+        list[str] | None, typer.Option("--site", "-s", help="Site(s) to measure (repeatable).")
+    ] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", help=".txt / .jsonl / .json inputs.")
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="transformer-lens or nnsight (default).")
+    ] = None,
+    theory: Annotated[str, typer.Option("--theory", help="auto, exact, laws or none.")] = "auto",
+    time: Annotated[str, typer.Option("--time", help="x axis: auto, step or lr-sum.")] = "auto",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every analysis.")] = 0,
+    force: Annotated[
+        bool, typer.Option("--force", help="Measure every checkpoint again (ignore the cache).")
+    ] = False,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", help="Analysis option KEY=VALUE (repeatable)."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", hidden=True, help="Not a sweep option (see --series)."),
+    ] = None,
+) -> None:
+    """Run analyses on every checkpoint of a series; write Results, a trajectory table and
+    figures with the theory overlaid. A rerun measures only what is missing or changed.
+
+    Under ``torchrun --nproc-per-node K -m geomlens sweep …`` the processes share the
+    checkpoints and rank 0 writes the table (see docs/dynamics.md)."""
+    if checkpoint is not None:
+        raise fail(
+            "a sweep reads its checkpoints with --series FOLDER; --checkpoint is where "
+            "`geomlens run` keeps a resumable run's state."
+        )
+    if series is None:
+        raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
+    if out is None:
+        raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
+    options = dict(_parse_option(o) for o in option or [])
+    if site:
+        options["site"] = site[0] if len(site) == 1 else list(site)
+    import geomlens as gl
+
+    with one_line_errors(
+        interrupted=f"interrupted; the Results in {out} are whole, rerun to resume."
+    ):
+        import torch.distributed as dist
+
+        if _world_size() > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if _cuda() else "gloo")
+        names = (
+            [r.strip() for r in revisions.split(",")]
+            if revisions and "," in revisions
+            else revisions
+        )
+        chosen = gl.series(series, revisions=names, backend=backend, select=select)
+        loaded = None
+        if data is not None:
+            from geomlens.cli.data import load_data
+
+            loaded = load_data(data, None)
+        outcome = gl.sweep(
+            analyses, chosen, loaded, out=out, theory=theory, time=time, seed=seed, force=force,
+            **options,
+        )  # fmt: skip
+    if dist.is_initialized() and dist.get_rank() != 0:
+        return
+    measured = len(outcome.measured)
+    typer.echo(
+        f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
+        f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"
+    )
+    exact = outcome.theory.get("exact")
+    if isinstance(exact, dict) and "alpha_max" in exact:
+        resolved = "resolved" if exact["peak_resolved"] else "not resolved by the checkpoints"
+        typer.echo(
+            f"exact theory: α_max {exact['alpha_max']:.4f} ({resolved}), α_∞ "
+            f"{exact['alpha_infinity']:.4f}, largest |measured − exact| "
+            f"{exact['max_abs_residual']:.2e}, clock ratio {exact['clock_ratio']:.4f}"
+        )
+
+
+def _world_size() -> int:
+    import os
+
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@experiment_app.command("abstraction-dynamics")
+def abstraction_dynamics_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")],
+    depth: Annotated[int, typer.Option("--depth", help="Hidden layers L (1: two-layer net).")] = 1,
+    init_scale: Annotated[
+        float, typer.Option("--init-scale", help="κ of the aligned start.")
+    ] = 1e-3,
+    lr: Annotated[float, typer.Option("--lr", help="Learning rate η (time t = Σ η).")] = 0.01,
+    steps: Annotated[int, typer.Option("--steps", help="Gradient-descent steps.")] = 3000,
+    checkpoints: Annotated[
+        str, typer.Option("--checkpoints", help="Which steps to save: log:N or every:K.")
+    ] = "every:10",
+    gamma: Annotated[float, typer.Option("--gamma", help="γ: the readout's ridge is 1/γ.")] = 2.0,
+    input_modes: Annotated[
+        str, typer.Option("--input-modes", help="Σx eigenvalues G,S,C,SC.")
+    ] = "1,2,1,0.5",
+    target_modes: Annotated[
+        str, typer.Option("--target-modes", help="Σy eigenvalues G,S,C,SC.")
+    ] = "1,1,1,0.2",
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the data frame and start.")] = 0,
+) -> None:
+    """The minimal two-factor linear network of the abstraction-dynamics paper (exact ridge
+    readout), trained with checkpoints; `geomlens sweep abstraction --series OUT` overlays the
+    exact α(t)."""
+    from geomlens.experiments.abstraction_dynamics import AbstractionDynamicsConfig, train
+
+    with one_line_errors():
+        inputs = _modes("--input-modes", input_modes)
+        targets = _modes("--target-modes", target_modes)
+        runs = _seed_list(seeds) if seeds else [seed]
+        configs = [
+            AbstractionDynamicsConfig(
+                depth=depth,
+                init_scale=init_scale,
+                gamma=gamma,
+                learning_rate=lr,
+                steps=steps,
+                checkpoints=checkpoints,
+                seed=run,
+                input_modes=inputs,
+                target_modes=targets,
+            )  # fmt: skip
+            for run in runs
+        ]
+        for config in configs:
+            target = out / f"seed-{config.seed}" if seeds else out
+            record = train(config, target, progress=True)
+            typer.echo(f"wrote {len(record['checkpoints'])} checkpoints and run.json to {target}")
+
+
+@experiment_app.command("toy-network")
+def toy_network_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")],
+    epochs: Annotated[int, typer.Option("--epochs", help="Training epochs.")] = 60,
+    checkpoints: Annotated[
+        str, typer.Option("--checkpoints", help="Which epochs to save: every:K or log:N.")
+    ] = "every:1",
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the start and the trials.")] = 0,
+) -> None:
+    """The toy ReLU network of the generalisation–identification paper (its configuration),
+    saved every epoch; `geomlens sweep resolution --series OUT` places (p_S, p_I) against the
+    front."""
+    from geomlens.experiments.toy_network import train
+    from geomlens.theory.toy import ToyConfig
+
+    with one_line_errors():
+        runs = _seed_list(seeds) if seeds else [seed]
+        for run in runs:
+            target = out / f"seed-{run}" if seeds else out
+            record = train(ToyConfig(epochs=epochs, seed=run), target, checkpoints=checkpoints)
+            typer.echo(f"wrote {len(record['checkpoints'])} checkpoints and run.json to {target}")
+
+
+def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"{flag} takes four numbers G,S,C,SC; got {text!r}") from None
+    if len(values) != 4 or any(v < 0 for v in values):
+        raise ValueError(f"{flag} takes four numbers >= 0, G,S,C,SC; got {text!r}")
+    return values  # type: ignore[return-value]
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds takes integers separated by commas; got {text!r}") from None
+    if len(set(seeds)) != len(seeds) or any(s < 0 for s in seeds):
+        raise ValueError(f"--seeds takes distinct integers >= 0; got {text!r}")
+    return seeds

@@ -1,0 +1,657 @@
+"""A series of checkpoints of one model: where each one's weights are, at which step.
+
+``gl.series(source)`` reads a folder of ``checkpoint-N`` / ``step-N`` / ``epoch-N`` /
+``global_step-N`` sub-folders (the step from ``trainer_state.json`` when there is one), a folder
+written by a geomlens experiment (its ``run.json`` declares the setup the exact theory needs), a
+folder of ``seed-K`` sub-folders each holding such a series, an explicit list of folders or of
+torch modules in memory, or a hub repository with revisions (``gl.load(..., revision=)``).
+Every check that needs no forward pass is made here, before a sweep writes anything: a folder
+without recognisable checkpoints, a checkpoint whose weights cannot be read, architectures or
+tokenizers that change along the series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import torch
+
+from geomlens.dynamics.schedule import thin_indices
+
+#: Sub-folder names that hold one checkpoint each, with the number they carry.
+CHECKPOINT_FOLDER = re.compile(r"^(checkpoint|step|epoch|global_step)[-_]?(\d+)$")
+SEED_FOLDER = re.compile(r"^seed[-_]?(\d+)$")
+RUN_FILE = "run.json"
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
+)
+#: config.json fields that must agree along a series (one architecture at several steps).
+ARCHITECTURE_FIELDS = (
+    "model_type",
+    "architectures",
+    "hidden_size",
+    "n_embd",
+    "d_model",
+    "num_hidden_layers",
+    "n_layer",
+    "num_attention_heads",
+    "n_head",
+    "intermediate_size",
+    "vocab_size",
+)
+
+
+def pythia_steps() -> list[int]:
+    """The 154 revisions of every Pythia model (``step0`` … ``step143000``)."""
+    return [0, *(2**i for i in range(10)), *range(1000, 143_001, 1000)]
+
+
+def stanford_crfm_steps() -> list[int]:
+    """The 609 revisions of the Stanford CRFM GPT-2 runs (``checkpoint-0`` … ``-400000``)."""
+    return [
+        *range(0, 100, 10),
+        *range(100, 2000, 50),
+        *range(2000, 20_000, 100),
+        *range(20_000, 400_001, 1000),
+    ]
+
+
+#: Named revision tables: name → (steps, revision label of a step).
+REVISION_TABLES: dict[str, tuple[Any, str]] = {
+    "pythia": (pythia_steps, "step{step}"),
+    "stanford-crfm": (stanford_crfm_steps, "checkpoint-{step}"),
+}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One checkpoint of a series.
+
+    ``kind`` says where the weights are: ``folder`` (a Hugging Face folder), ``experiment``
+    (a geomlens experiment's checkpoint folder), ``hub`` (``source`` at ``revision``) or
+    ``module`` (a torch module in memory). ``time`` is the training time the series records
+    (Σ learning rate for the experiments), ``seed`` the run's seed when the series has several.
+    """
+
+    label: str
+    step: int
+    kind: str
+    source: str | None = None
+    revision: str | None = None
+    time: float | None = None
+    seed: int | None = None
+    module: Any = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"label": self.label, "step": self.step, "kind": self.kind}
+        for name in ("source", "revision", "time", "seed"):
+            value = getattr(self, name)
+            if value is not None:
+                info[name] = value
+        return info
+
+
+class Series(Sequence[Checkpoint]):
+    """Checkpoints ordered by (seed, step); :meth:`load` attaches one through ``gl.load`` or
+    ``gl.attach``. Thin it with :meth:`select` (``"log:40"``, ``"every:K"``)."""
+
+    def __init__(
+        self,
+        checkpoints: Sequence[Checkpoint],
+        *,
+        source: str,
+        backend: str | None = None,
+        experiments: Mapping[int | None, dict[str, Any]] | None = None,
+        load_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not checkpoints:
+            raise ValueError(f"The series {source} has no checkpoints.")
+        labels = [c.label for c in checkpoints]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(
+                f"The series {source} repeats checkpoint labels: {', '.join(repeated)}."
+            )
+        self.checkpoints = tuple(
+            sorted(checkpoints, key=lambda c: (c.seed if c.seed is not None else -1, c.step))
+        )
+        self.source = source
+        self.backend = backend
+        self.experiments = dict(experiments or {})
+        self.load_options = dict(load_options or {})
+        self._tokenizer_seen: tuple[str, str] | None = None
+
+    # -- sequence -----------------------------------------------------------------------------
+    @overload
+    def __getitem__(self, index: int) -> Checkpoint: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Series: ...
+
+    def __getitem__(self, index: int | slice) -> Checkpoint | Series:
+        if isinstance(index, slice):
+            return self._with(self.checkpoints[index])
+        return self.checkpoints[index]
+
+    def __len__(self) -> int:
+        return len(self.checkpoints)
+
+    def __iter__(self) -> Iterator[Checkpoint]:
+        return iter(self.checkpoints)
+
+    def __repr__(self) -> str:
+        steps = [c.step for c in self.checkpoints]
+        return (
+            f"Series({self.source!r}, {len(self)} checkpoints, steps {min(steps)}–{max(steps)}"
+            + (f", seeds {self.seeds}" if len(self.seeds) > 1 else "")
+            + ")"
+        )
+
+    def _with(self, checkpoints: Sequence[Checkpoint]) -> Series:
+        return Series(
+            checkpoints,
+            source=self.source,
+            backend=self.backend,
+            experiments=self.experiments,
+            load_options=self.load_options,
+        )
+
+    # -- thinning -----------------------------------------------------------------------------
+    @property
+    def seeds(self) -> list[int | None]:
+        return list(dict.fromkeys(c.seed for c in self.checkpoints))
+
+    def select(self, spec: str) -> Series:
+        """Keep about N log-spaced checkpoints (``"log:N"``) or every K-th (``"every:K"``) of
+        each seed's run; the first and last are always kept."""
+        kept: list[Checkpoint] = []
+        for seed in self.seeds:
+            run = [c for c in self.checkpoints if c.seed == seed]
+            kept.extend(run[i] for i in thin_indices([c.step for c in run], spec))
+        return self._with(kept)
+
+    def every(self, k: int) -> Series:
+        """Every ``k``-th checkpoint (the first and last always)."""
+        return self.select(f"every:{k}")
+
+    # -- what a sweep needs -------------------------------------------------------------------
+    def experiment(self, checkpoint: Checkpoint | None = None) -> dict[str, Any] | None:
+        """The run.json record of the experiment behind ``checkpoint`` (the first seed's when
+        None), or None for a series no geomlens experiment wrote."""
+        seed = checkpoint.seed if checkpoint is not None else self.checkpoints[0].seed
+        return self.experiments.get(seed)
+
+    def default_data(self) -> dict[str, Any] | None:
+        """The data an experiment declares in its run.json (None otherwise)."""
+        record = self.experiment()
+        if record is None or "data" not in record:
+            return None
+        data = dict(record["data"])
+        data["inputs"] = {
+            name: np.asarray(values, dtype=np.float64) for name, values in data["inputs"].items()
+        }
+        return data
+
+    def default_sites(self) -> list[str] | None:
+        record = self.experiment()
+        return None if record is None else record.get("sites")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "backend": self.backend,
+            "checkpoints": [c.describe() for c in self.checkpoints],
+        }
+
+    def weights_digest(self, checkpoint: Checkpoint) -> str:
+        """What identifies a checkpoint's weights: the hub commit of a revision (resolved
+        offline from the cache when possible), else a SHA-256 of the weight files' bytes or of
+        the module's tensors."""
+        if checkpoint.kind == "module":
+            return module_digest(checkpoint.module)
+        if checkpoint.kind == "hub":
+            assert checkpoint.source is not None
+            return "commit:" + resolve_revision(checkpoint.source, checkpoint.revision)
+        assert checkpoint.source is not None
+        return "sha256:" + files_digest(weight_files(Path(checkpoint.source)))
+
+    def load(self, checkpoint: Checkpoint) -> Any:
+        """An Adapter on ``checkpoint``'s weights (``gl.load`` for a folder or a revision,
+        ``gl.attach`` for a module). A tokenizer that differs from the one of the checkpoints
+        loaded before is refused, naming both."""
+        import geomlens as gl
+
+        options = dict(self.load_options)
+        if checkpoint.kind == "module":
+            adapter = gl.attach(
+                checkpoint.module,
+                backend=self.backend,
+                model_id=f"{self.source}@{checkpoint.label}",
+            )
+        elif checkpoint.kind == "experiment":
+            from geomlens.experiments.registry import load_experiment_network
+
+            record = self.experiment(checkpoint)
+            assert record is not None and checkpoint.source is not None
+            module = load_experiment_network(record, checkpoint.source)
+            adapter = gl.attach(module, backend=self.backend, model_id=checkpoint.source)
+        else:
+            assert checkpoint.source is not None
+            try:
+                adapter = gl.load(
+                    checkpoint.source,
+                    backend=self.backend or "nnsight",
+                    revision=checkpoint.revision,
+                    **options,
+                )
+            except (OSError, ValueError, RuntimeError) as error:
+                first = (
+                    str(error).strip().splitlines()[0]
+                    if str(error).strip()
+                    else type(error).__name__
+                )
+                raise ValueError(
+                    f"Checkpoint {checkpoint.label} ({checkpoint.source}) does not load: {first}"
+                ) from error
+        self._check_tokenizer(checkpoint, getattr(adapter, "tokenizer", None))
+        return adapter
+
+    def _check_tokenizer(self, checkpoint: Checkpoint, tokenizer: Any) -> None:
+        if tokenizer is None:
+            return
+        digest = tokenizer_digest(tokenizer)
+        if self._tokenizer_seen is None:
+            self._tokenizer_seen = (checkpoint.label, digest)
+        elif self._tokenizer_seen[1] != digest:
+            raise ValueError(
+                f"The tokenizer changes along the series: checkpoint {checkpoint.label} has "
+                f"another vocabulary than {self._tokenizer_seen[0]}; a sweep compares one model "
+                "at several steps, with one tokenizer."
+            )
+
+
+# --- building a series ------------------------------------------------------------------------
+
+
+def series(
+    source: Any,
+    *,
+    steps: Sequence[int] | None = None,
+    revisions: Sequence[str] | str | None = None,
+    select: str | None = None,
+    every: int | None = None,
+    backend: str | None = None,
+    **load_options: Any,
+) -> Series:
+    """The checkpoints of one model, ordered by step (and seed).
+
+    ``source``:
+
+    - a folder of ``checkpoint-N`` / ``step-N`` / ``epoch-N`` / ``global_step-N`` sub-folders
+      (Hugging Face folders; a ``trainer_state.json`` inside gives the step), a folder a
+      geomlens experiment wrote (``run.json``), or a folder of ``seed-K`` sub-folders of either;
+    - a list of folders (``steps=`` gives their steps; otherwise each name's number, or the
+      position) or a ``{step: folder}`` mapping;
+    - a list of torch modules in memory, or a ``{step: module}`` mapping;
+    - a hub repository name with ``revisions=``: a list of revision names or a table name,
+      ``"pythia"`` (``step0`` … ``step143000``) or ``"stanford-crfm"``; each is loaded with
+      ``gl.load(name, revision=...)`` and its resolved commit identifies the weights.
+
+    ``select="log:40"`` / ``every=K`` thin the series; ``backend`` and any ``gl.load`` option
+    (``device``, ``dtype``, ``device_map``) apply to every checkpoint.
+    """
+    if select is not None and every is not None:
+        raise ValueError("Give select= or every=, not both.")
+    built = _build(source, steps, revisions, backend, load_options)
+    if select is not None:
+        built = built.select(select)
+    if every is not None:
+        built = built.every(every)
+    return built
+
+
+def _build(
+    source: Any,
+    steps: Sequence[int] | None,
+    revisions: Sequence[str] | str | None,
+    backend: str | None,
+    load_options: dict[str, Any],
+) -> Series:
+    if isinstance(source, Series):
+        return source
+    if isinstance(source, torch.nn.Module):
+        source = [source]
+    if isinstance(source, Mapping):
+        if steps is not None:
+            raise ValueError("A {step: checkpoint} mapping carries its steps; drop steps=.")
+        steps = [_as_step(step) for step in source]
+        source = list(source.values())
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source).expanduser()
+        if revisions is not None:
+            if path.exists():
+                raise ValueError(
+                    f"revisions= names hub revisions, but {source} is a local path; give the "
+                    "hub repository name, or the folder alone."
+                )
+            return _hub_series(str(source), revisions, steps, backend, load_options)
+        if not path.exists():
+            raise ValueError(
+                f"No series at {source}: no such folder (a hub repository needs revisions=, "
+                "e.g. revisions='pythia')."
+            )
+        if steps is not None:
+            raise ValueError("steps= goes with a list of folders or modules, not with a folder.")
+        return _folder_series(path, backend, load_options)
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        items = list(source)
+        if not items:
+            raise ValueError("The series is an empty list: give folders or torch modules.")
+        if steps is not None and len(steps) != len(items):
+            raise ValueError(f"steps= has {len(steps)} steps for {len(items)} checkpoints.")
+        if all(isinstance(item, torch.nn.Module) for item in items):
+            numbers = list(steps) if steps is not None else list(range(len(items)))
+            checkpoints = [
+                Checkpoint(f"step-{n}", _as_step(n), "module", module=m)
+                for n, m in zip(numbers, items)
+            ]
+            return Series(checkpoints, source="modules", backend=backend, load_options=load_options)
+        if all(isinstance(item, (str, os.PathLike)) for item in items):
+            return _list_series([Path(i).expanduser() for i in items], steps, backend, load_options)
+        raise TypeError(
+            "A series list holds folders (str or Path) or torch modules, all of one kind; got "
+            f"{sorted({type(i).__name__ for i in items})}."
+        )
+    raise TypeError(
+        f"Cannot make a series from a {type(source).__name__}: give a folder, a list of folders "
+        "or modules, a {step: folder} mapping, or a hub repository with revisions=."
+    )
+
+
+def _as_step(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"A step is an integer >= 0; got {value!r}.")
+    return int(value)
+
+
+def _folder_series(path: Path, backend: str | None, load_options: dict[str, Any]) -> Series:
+    if not path.is_dir():
+        raise ValueError(f"--series {path} is a file; give the folder that holds the checkpoints.")
+    children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+    if not children:
+        raise ValueError(f"--series {path} is empty: no checkpoints to sweep.")
+    if (path / RUN_FILE).is_file():
+        found, record = _experiment_checkpoints(path, seed=None)
+        return Series(
+            found, source=str(path), backend=backend, experiments={None: record},
+            load_options=load_options,
+        )  # fmt: skip
+    seeds = {
+        int(m.group(1)): p for p in children if p.is_dir() and (m := SEED_FOLDER.match(p.name))
+    }
+    if seeds:
+        checkpoints: list[Checkpoint] = []
+        experiments: dict[int | None, dict[str, Any]] = {}
+        for seed, folder in sorted(seeds.items()):
+            if (folder / RUN_FILE).is_file():
+                found, record = _experiment_checkpoints(folder, seed=seed)
+                experiments[seed] = record
+            else:
+                found = [replace(c, seed=seed) for c in _hf_checkpoints(folder)]
+            checkpoints.extend(replace(c, label=f"seed-{seed}/{c.label}") for c in found)
+        _check_consistent(checkpoints, str(path))
+        return Series(
+            checkpoints, source=str(path), backend=backend, experiments=experiments,
+            load_options=load_options,
+        )  # fmt: skip
+    checkpoints = _hf_checkpoints(path)
+    _check_consistent(checkpoints, str(path))
+    return Series(checkpoints, source=str(path), backend=backend, load_options=load_options)
+
+
+def _experiment_checkpoints(
+    folder: Path, seed: int | None
+) -> tuple[list[Checkpoint], dict[str, Any]]:
+    try:
+        record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        entries = record["checkpoints"]
+        record["experiment"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"{folder / RUN_FILE} is not a geomlens experiment record ({error}); rerun the "
+            "experiment into an empty folder."
+        ) from None
+    checkpoints = []
+    for entry in entries:
+        location = folder / entry["label"]
+        _check_weights(location, entry["label"])
+        checkpoints.append(
+            Checkpoint(
+                entry["label"],
+                int(entry["step"]),
+                "experiment",
+                source=str(location),
+                time=entry.get("lr_sum", entry.get("time")),
+                seed=seed,
+            )  # fmt: skip
+        )
+    return checkpoints, record
+
+
+def _hf_checkpoints(path: Path) -> list[Checkpoint]:
+    found = []
+    for child in sorted(path.iterdir()):
+        match = CHECKPOINT_FOLDER.match(child.name)
+        if child.is_dir() and match:
+            found.append((child, int(match.group(2))))
+    if not found:
+        names = ", ".join(sorted(p.name for p in path.iterdir())[:6])
+        raise ValueError(
+            f"--series {path} holds no recognisable checkpoints (sub-folders named checkpoint-N, "
+            f"step-N, epoch-N or global_step-N, or a run.json); it has: {names}."
+        )
+    checkpoints = []
+    for folder, number in found:
+        step = _trainer_step(folder, number)
+        _check_weights(folder, folder.name)
+        checkpoints.append(Checkpoint(folder.name, step, "folder", source=str(folder)))
+    return checkpoints
+
+
+def _list_series(
+    folders: list[Path],
+    steps: Sequence[int] | None,
+    backend: str | None,
+    load_options: dict[str, Any],
+) -> Series:
+    checkpoints = []
+    for position, folder in enumerate(folders):
+        if not folder.is_dir():
+            raise ValueError(f"Checkpoint folder {folder} does not exist.")
+        match = CHECKPOINT_FOLDER.match(folder.name)
+        if steps is not None:
+            step = _as_step(steps[position])
+        else:
+            step = _trainer_step(folder, int(match.group(2)) if match else position)
+        _check_weights(folder, folder.name)
+        label = folder.name if match else f"step-{step}"
+        checkpoints.append(Checkpoint(label, step, "folder", source=str(folder)))
+    _check_consistent(checkpoints, "the list of folders")
+    return Series(checkpoints, source="folders", backend=backend, load_options=load_options)
+
+
+def _hub_series(
+    repository: str,
+    revisions: Sequence[str] | str,
+    steps: Sequence[int] | None,
+    backend: str | None,
+    load_options: dict[str, Any],
+) -> Series:
+    if isinstance(revisions, str):
+        if revisions not in REVISION_TABLES:
+            raise ValueError(
+                f"Unknown revision table {revisions!r}; use {', '.join(REVISION_TABLES)} or a "
+                "list of revision names."
+            )
+        make_steps, pattern = REVISION_TABLES[revisions]
+        table_steps = make_steps()
+        names = [pattern.format(step=s) for s in table_steps]
+        steps = table_steps
+    else:
+        names = list(revisions)
+        if not names:
+            raise ValueError("revisions= is an empty list.")
+        if steps is None:
+            steps = [_number_in(name, position) for position, name in enumerate(names)]
+        elif len(steps) != len(names):
+            raise ValueError(f"steps= has {len(steps)} steps for {len(names)} revisions.")
+    checkpoints = [
+        Checkpoint(name, _as_step(step), "hub", source=repository, revision=name)
+        for name, step in zip(names, steps)
+    ]
+    return Series(checkpoints, source=repository, backend=backend, load_options=load_options)
+
+
+def _number_in(name: str, default: int) -> int:
+    numbers = re.findall(r"\d+", name)
+    return int(numbers[-1]) if numbers else default
+
+
+def _trainer_step(folder: Path, default: int) -> int:
+    state = folder / "trainer_state.json"
+    if state.is_file():
+        try:
+            return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return default
+
+
+def weight_files(folder: Path) -> list[Path]:
+    files = sorted({f for pattern in WEIGHT_PATTERNS for f in folder.glob(pattern)})
+    return [f for f in files if f.is_file()]
+
+
+def _check_weights(folder: Path, label: str) -> None:
+    """A checkpoint's weight files exist and their headers read (no tensor is loaded)."""
+    if not folder.is_dir():
+        raise ValueError(f"Checkpoint {label}: its folder {folder} does not exist.")
+    files = weight_files(folder)
+    if not files:
+        raise ValueError(
+            f"Checkpoint {label} ({folder}) has no weights (model.safetensors or "
+            "pytorch_model.bin)."
+        )
+    from safetensors import safe_open
+
+    for file in files:
+        if file.suffix != ".safetensors":
+            continue
+        try:
+            with safe_open(str(file), framework="pt") as handle:
+                handle.keys()
+        except Exception as error:  # safetensors raises its own error types
+            raise ValueError(
+                f"Checkpoint {label}: its weights {file.name} do not load ({error})."
+            ) from None
+
+
+def _check_consistent(checkpoints: Sequence[Checkpoint], where: str) -> None:
+    """One architecture and one tokenizer along the series (from the files, before loading)."""
+    architectures: dict[str, list[str]] = {}
+    tokenizers: dict[str, list[str]] = {}
+    for checkpoint in checkpoints:
+        if checkpoint.source is None or checkpoint.kind != "folder":
+            continue
+        folder = Path(checkpoint.source)
+        config = folder / "config.json"
+        if config.is_file():
+            try:
+                fields = json.loads(config.read_text(encoding="utf-8"))
+            except ValueError as error:
+                raise ValueError(
+                    f"Checkpoint {checkpoint.label}: its config.json is not JSON ({error})."
+                ) from None
+            key = json.dumps({k: fields.get(k) for k in ARCHITECTURE_FIELDS}, sort_keys=True)
+            architectures.setdefault(key, []).append(checkpoint.label)
+        files = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
+        if files:
+            tokenizers.setdefault(files_digest(files), []).append(checkpoint.label)
+    if len(architectures) > 1:
+        groups = " vs ".join(_first_of(labels) for labels in architectures.values())
+        raise ValueError(
+            f"The series {where} mixes architectures (config.json differs: {groups}); a sweep "
+            "compares one model at several steps."
+        )
+    if len(tokenizers) > 1:
+        groups = " vs ".join(_first_of(labels) for labels in tokenizers.values())
+        raise ValueError(
+            f"The tokenizer changes along the series {where} ({groups}); a sweep compares one "
+            "model at several steps, with one tokenizer."
+        )
+
+
+def _first_of(labels: list[str]) -> str:
+    return labels[0] + (f" and {len(labels) - 1} more" if len(labels) > 1 else "")
+
+
+# --- digests ----------------------------------------------------------------------------------
+
+
+def files_digest(files: Sequence[Path]) -> str:
+    """SHA-256 over the names and bytes of ``files``."""
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def module_digest(module: torch.nn.Module) -> str:
+    """SHA-256 over a module's state dict: names, shapes, dtypes and bytes."""
+    digest = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        values = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}{tuple(values.shape)}{values.dtype}".encode())
+        digest.update(values.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def tokenizer_digest(tokenizer: Any) -> str:
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    text = json.dumps(sorted(vocab.items()), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve_revision(repository: str, revision: str | None) -> str:
+    """The commit a hub revision points to: from the local cache when it knows the name (no
+    network), else from the hub."""
+    from huggingface_hub import HfApi, constants
+
+    cache = Path(constants.HF_HUB_CACHE) / ("models--" + repository.replace("/", "--"))
+    name = revision or "main"
+    if re.fullmatch(r"[0-9a-f]{40}", name):
+        return name
+    ref = cache / "refs" / name
+    if ref.is_file():
+        return ref.read_text(encoding="utf-8").strip()
+    info = HfApi().model_info(repository, revision=name)
+    if info.sha is None:
+        raise ValueError(f"The hub does not resolve {repository}@{name} to a commit.")
+    return str(info.sha)

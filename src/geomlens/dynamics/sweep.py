@@ -1,0 +1,549 @@
+"""``gl.sweep``: run analyses on every checkpoint of a series, cached, and put theory beside them.
+
+Each checkpoint runs through the ordinary fused ``gl.run``, so every analysis, backend, site kind
+and intervention works unchanged. With ``out=DIR`` the sweep writes:
+
+- ``DIR/checkpoints/<label>/<analysis>.json``: one Result per checkpoint and analysis, written
+  atomically, whose provenance carries the checkpoint (label, step, time, seed) and the cache
+  key: the analysis and its resolved options, the data digest, the sites, the seed, the run
+  options and the weights (a hub commit, or the SHA-256 of the weight files or tensors). A
+  rerun measures only what is missing or whose key changed (``force=True``: everything);
+- ``DIR/trajectory.json`` and ``DIR/trajectory.csv``: the long table, rebuilt from the Result
+  files alone (:mod:`geomlens.dynamics.trajectory`), and ``trajectory_seeds.csv`` with an
+  interval across seeds when the series has several;
+- ``DIR/sweep.json``: the series, the arguments, the theory level, its parameters and their
+  origin, and the theory's summary (α_max, α_∞, whether the peak is resolved, the clock check);
+- ``DIR/<analysis>.png``: one figure per analysis (:mod:`geomlens.dynamics.figures`).
+
+Under ``torchrun`` (an initialised process group) the ranks share the checkpoints: each claims
+one with a claim file in ``DIR/.claims/<run>/`` (so several nodes can share one DIR), measures it
+whole, and rank 0 assembles the table once every rank is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time as clock
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geomlens.dynamics import trajectory as table
+from geomlens.dynamics.overlay import LEVELS, ExactAbstraction
+from geomlens.dynamics.series import Checkpoint, Series
+from geomlens.dynamics.series import series as make_series
+from geomlens.results import Result, atomic_write_text
+
+#: Options of ``gl.run`` itself (not of an analysis) that change what is measured.
+RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
+TIME_AXES = ("auto", "step", "lr-sum")
+FORMAT = 1
+
+
+@dataclass
+class SweepResult:
+    """What a sweep returns: the trajectory table, the theory summary, and what it measured.
+
+    ``measured`` lists the (checkpoint, analyses) this process ran a forward pass for (empty
+    for a rerun that found everything cached); ``results`` maps a checkpoint label to its
+    Results by analysis.
+    """
+
+    rows: list[dict[str, Any]]
+    theory: dict[str, Any]
+    out: Path | None
+    measured: list[tuple[str, list[str]]] = field(default_factory=list)
+    results: dict[str, dict[str, Result]] = field(default_factory=dict)
+    across_seeds: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(table.COLUMNS))
+
+
+def sweep(
+    analyses: str | Sequence[str],
+    series: Any,
+    data: Any = None,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    time: str = "auto",
+    theory: str = "auto",
+    seed: int = 0,
+    force: bool = False,
+    progress: bool | None = None,
+    figures: bool = True,
+    backend: str | None = None,
+    select: str | None = None,
+    **options: Any,
+) -> SweepResult:
+    """Run ``analyses`` on every checkpoint of ``series`` and return the trajectory.
+
+    ``series``: a :class:`Series` or anything ``gl.series`` takes (a folder, a list of folders
+    or modules, a hub name needs ``gl.series(name, revisions=...)``). ``data``: as for
+    ``gl.run``; None takes the data a geomlens experiment declares (else each analysis's
+    default). ``time``: the x axis, ``"auto"`` (Σ lr where the series records it, else the
+    step), ``"step"`` or ``"lr-sum"``. ``theory``: ``"auto"`` (``exact`` when the series declares
+    its setup, else ``laws``), ``"exact"``, ``"laws"`` or ``"none"`` (see
+    :mod:`geomlens.dynamics.overlay`). Other keywords are ``gl.run`` options (``site=``,
+    ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
+    """
+    import geomlens as gl
+
+    names = [analyses] if isinstance(analyses, str) else list(analyses)
+    if not names:
+        raise ValueError("No analysis given; name one or more (see `geomlens list`).")
+    for name in names:
+        gl.analysis_class(name)  # an unknown name fails here, listing the known ones
+    if theory not in LEVELS:
+        raise ValueError(f"Unknown theory level {theory!r}; use one of {', '.join(LEVELS)}.")
+    if time not in TIME_AXES:
+        raise ValueError(f"Unknown time axis {time!r}; use one of {', '.join(TIME_AXES)}.")
+    checkpoints = series if isinstance(series, Series) else make_series(series, backend=backend)
+    if select is not None:
+        checkpoints = checkpoints.select(select)
+    if time == "lr-sum" and any(c.time is None for c in checkpoints):
+        raise ValueError(
+            "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
+            "experiment's run.json); use time='step'."
+        )
+    if data is None:
+        data = checkpoints.default_data()
+    if "site" not in options and checkpoints.default_sites():
+        options["site"] = checkpoints.default_sites()
+    run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
+    configs, own_options = _resolve_options(names, options)
+    level, exact = _theory_level(theory, names, checkpoints)
+    data_digest = _data_digest(data)
+    folder = Path(out).expanduser() if out is not None else None
+    if folder is not None:
+        _check_out(folder, checkpoints)
+    rank, world = _process()
+    if world > 1 and folder is None:
+        raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
+    shared = {
+        "data": data_digest,
+        "sites": _plain(options.get("site")),
+        "seed": seed,
+        "run_options": _plain(run_options),
+    }
+    keys_of = _Keys(checkpoints, configs, shared)
+    claims = _Claims(folder, rank, world)
+    measured: list[tuple[str, list[str]]] = []
+    in_memory: dict[str, dict[str, Result]] = {}
+    show = (progress if progress is not None else True) and rank == 0
+    from tqdm.auto import tqdm
+
+    done = (
+        0
+        if force
+        else sum(1 for c in checkpoints if not _missing(folder, c, names, keys_of(c), in_memory))
+    )
+    bar = tqdm(
+        total=len(checkpoints), initial=done, desc="checkpoints", unit="ckpt", disable=not show
+    )
+    try:
+        for checkpoint in checkpoints:
+            keys = keys_of(checkpoint)
+            missing = names if force else _missing(folder, checkpoint, names, keys, in_memory)
+            if not missing or not claims.take(checkpoint):
+                continue
+            started = clock.perf_counter()
+            adapter = checkpoints.load(checkpoint)
+            chosen = {
+                k: v
+                for k, v in own_options.items()
+                if k in set().union(*(configs[n]["fields"] for n in missing))
+            }
+            results = gl.run(
+                missing, adapter, data, seed=seed, distributed=False, progress=False,
+                **run_options, **chosen,
+            )  # fmt: skip
+            assert isinstance(results, dict)
+            for name in missing:
+                result = results[name]
+                result.provenance["sweep"] = {
+                    **checkpoint.describe(),
+                    "key": keys[name],
+                    "weights": keys_of.digest(checkpoint),
+                }
+                if folder is not None:
+                    result.to_json(_result_path(folder, checkpoint, name))
+                in_memory.setdefault(checkpoint.label, {})[name] = result
+            measured.append((checkpoint.label, list(missing)))
+            del adapter
+            bar.update(1)
+            bar.set_postfix_str(f"{clock.perf_counter() - started:.2f} s/checkpoint")
+    finally:
+        bar.close()
+    claims.finish()
+    if rank != 0:
+        _barrier(world)
+        rows = (
+            json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))["rows"]
+            if folder
+            else []
+        )
+        return SweepResult(rows, {}, folder, measured)
+    results_by_label = _collect(folder, checkpoints, names, in_memory)
+    pairs = []
+    for checkpoint in checkpoints:
+        for name in names:
+            result = results_by_label[checkpoint.label][name]
+            pairs.append((_info(result, checkpoint, time), result))
+    rows = table.build_rows(pairs, exact=exact, laws=level in ("laws", "exact"))
+    if level == "none":
+        for row in rows:
+            for column in (
+                "theory_exact",
+                "residual_exact",
+                "theory_layer_law",
+                "residual_layer_law",
+            ):
+                row[column] = None
+    summary = _theory_summary(level, exact, rows, checkpoints)
+    seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
+    outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds)
+    if folder is not None:
+        record = {
+            "format": FORMAT,
+            "analyses": names,
+            "options": _plain(options),
+            "run_options": _plain(run_options),
+            "configs": {n: configs[n]["config"] for n in names},
+            "seed": seed,
+            "data_digest": data_digest,
+            "time": time,
+            "series": checkpoints.describe(),
+            "theory": summary,
+        }
+        _write_outputs(folder, record, outcome, names, figures)
+    _barrier(world)
+    return outcome
+
+
+# --- options, keys, cache ---------------------------------------------------------------------
+
+
+def _resolve_options(
+    names: Sequence[str], options: Mapping[str, Any]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each analysis's resolved config (its defaults filled in) and its option names; an option
+    no analysis takes is refused here, before anything is written."""
+    import geomlens as gl
+
+    configs: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    for name in names:
+        cls = gl.analysis_class(name)
+        fields = {f.name for f in dataclasses.fields(cls.Config)}
+        mine = {k: v for k, v in options.items() if k in fields}
+        used.update(mine)
+        configs[name] = {"config": _plain(cls.Config(**mine).to_dict()), "fields": fields}
+    unused = sorted(set(options) - used)
+    if unused:
+        raise ValueError(
+            f"Option(s) {', '.join(map(repr, unused))} are not options of "
+            f"{', '.join(map(repr, names))}."
+        )
+    return configs, dict(options)
+
+
+class _Keys:
+    """The cache key of (checkpoint, analysis); the weights digest is computed once each."""
+
+    def __init__(self, series: Series, configs: dict[str, dict[str, Any]], shared: dict[str, Any]):
+        self.series, self.configs, self.shared = series, configs, shared
+        self._digests: dict[str, str] = {}
+
+    def digest(self, checkpoint: Checkpoint) -> str:
+        if checkpoint.label not in self._digests:
+            self._digests[checkpoint.label] = self.series.weights_digest(checkpoint)
+        return self._digests[checkpoint.label]
+
+    def __call__(self, checkpoint: Checkpoint) -> dict[str, str]:
+        weights = self.digest(checkpoint)
+        return {
+            name: _digest(
+                {"analysis": name, "config": entry["config"], "weights": weights, **self.shared}
+            )
+            for name, entry in self.configs.items()
+        }
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(_plain(value), sort_keys=True, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _data_digest(data: Any) -> str:
+    """A digest of the data's content (arrays by their bytes); a file by its bytes."""
+    if data is None:
+        return "default"
+    if isinstance(data, (str, os.PathLike)) and Path(data).is_file():
+        return "file:" + hashlib.sha256(Path(data).read_bytes()).hexdigest()
+    try:
+        return _digest(data)
+    except (TypeError, ValueError):
+        return "repr:" + hashlib.sha256(repr(data).encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return {"array": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest(),
+                "shape": list(value.shape), "dtype": str(value.dtype)}  # fmt: skip
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "to_dict"):
+        return _plain(value.to_dict())
+    raise TypeError(f"cannot digest a {type(value).__name__}")
+
+
+def _result_path(folder: Path, checkpoint: Checkpoint, name: str) -> Path:
+    return folder / "checkpoints" / checkpoint.label / f"{name}.json"
+
+
+def _missing(
+    folder: Path | None,
+    checkpoint: Checkpoint,
+    names: Sequence[str],
+    keys: Mapping[str, str],
+    in_memory: Mapping[str, Mapping[str, Result]],
+) -> list[str]:
+    """The analyses whose Result for ``checkpoint`` is absent or was made with another key."""
+    missing = []
+    for name in names:
+        stored = in_memory.get(checkpoint.label, {}).get(name)
+        if stored is None and folder is not None:
+            path = _result_path(folder, checkpoint, name)
+            if path.is_file():
+                try:
+                    stored = Result.from_json(path)
+                except ValueError:
+                    stored = None
+        if stored is None or stored.provenance.get("sweep", {}).get("key") != keys[name]:
+            missing.append(name)
+    return missing
+
+
+def _collect(
+    folder: Path | None,
+    checkpoints: Series,
+    names: Sequence[str],
+    in_memory: dict[str, dict[str, Result]],
+) -> dict[str, dict[str, Result]]:
+    """Every Result of the sweep: read back from the files (the table is rebuilt from them
+    alone), or the ones measured in memory when there is no folder."""
+    collected: dict[str, dict[str, Result]] = {}
+    for checkpoint in checkpoints:
+        for name in names:
+            if folder is not None:
+                result = Result.from_json(_result_path(folder, checkpoint, name))
+            else:
+                result = in_memory[checkpoint.label][name]
+            collected.setdefault(checkpoint.label, {})[name] = result
+    return collected
+
+
+def _info(result: Result, checkpoint: Checkpoint, time: str) -> dict[str, Any]:
+    recorded = result.provenance.get("sweep", {})
+    step = int(recorded.get("step", checkpoint.step))
+    lr_sum = recorded.get("time", checkpoint.time)
+    shown = float(step) if time == "step" or (time == "auto" and lr_sum is None) else float(lr_sum)
+    return {
+        "label": recorded.get("label", checkpoint.label),
+        "seed": recorded.get("seed", checkpoint.seed),
+        "step": step,
+        "time": shown,
+        "clock": float(lr_sum) if lr_sum is not None else float(step),
+    }
+
+
+def _check_out(folder: Path, checkpoints: Series) -> None:
+    from geomlens.results import check_not_an_input
+
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder} is a file; give a folder for the sweep.")
+    inputs = {
+        f"checkpoint {c.label}": c.source for c in checkpoints if c.kind in ("folder", "experiment")
+    }
+    check_not_an_input("--out", folder / "sweep.json", inputs)
+    record = folder / "sweep.json"
+    if folder.is_dir() and any(folder.iterdir()) and not record.is_file():
+        raise ValueError(
+            f"--out {folder} is not empty and holds no earlier sweep; give an empty or new folder."
+        )
+
+
+# --- theory -----------------------------------------------------------------------------------
+
+
+def _theory_level(
+    requested: str, names: Sequence[str], series: Series
+) -> tuple[str, dict[int | None, ExactAbstraction]]:
+    exact: dict[int | None, ExactAbstraction] = {}
+    for seed, record in series.experiments.items():
+        if record.get("theory", {}).get("kind") == "abstraction-exact":
+            exact[seed] = ExactAbstraction.from_record(
+                record, origin=f"run.json of {series.source}"
+            )
+    declared = bool(exact) or any(
+        r.get("theory", {}).get("kind") == "toy-front" for r in series.experiments.values()
+    )
+    if requested == "exact" and not declared:
+        raise ValueError(
+            "theory='exact' needs a series that declares its setup (a geomlens experiment's "
+            "run.json); use theory='laws' or 'none' for any other model."
+        )
+    if requested == "auto":
+        requested = "exact" if declared else "laws"
+    return requested, (exact if requested == "exact" else {})
+
+
+def _theory_summary(
+    level: str,
+    exact: Mapping[int | None, ExactAbstraction],
+    rows: Sequence[Mapping[str, Any]],
+    series: Series,
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {"level": level}
+    if level == "laws":
+        summary["note"] = (
+            "parameter-free laws as diagnostics: the per-layer artanh law through the first and "
+            "last layer, and α after each MLP nonlinearity against α before it; neither need "
+            "hold on a trained transformer"
+        )
+    if exact:
+        per_seed = {}
+        for seed, theory in exact.items():
+            last = theory.sites[-1] if theory.sites else None
+            mine = [
+                r for r in rows
+                if r["seed"] == seed and r["analysis"] == "abstraction" and r["metric"] == "alpha"
+                and r["site"] == last and r["task"] == _first_task(rows)
+            ]  # fmt: skip
+            clocks = [_clock_of(series, r["checkpoint"]) for r in mine]
+            values = [r["value"] if r["value"] is not None else np.nan for r in mine]
+            per_seed[str(seed)] = {**theory.parameters(), **theory.summary(clocks, values)}
+        summary["exact"] = per_seed[next(iter(per_seed))] if len(per_seed) == 1 else per_seed
+        layer_residuals = [
+            abs(r["residual_layer_law"]) for r in rows if r["residual_layer_law"] is not None
+        ]
+        summary["max_abs_residual_layer_law"] = max(layer_residuals) if layer_residuals else None
+    toy = [r for r in series.experiments.values() if r.get("theory", {}).get("kind") == "toy-front"]
+    if toy and level == "exact":
+        from geomlens.dynamics.toy_overlay import toy_summary
+
+        summary["toy_front"] = toy_summary(rows)
+    return summary
+
+
+def _first_task(rows: Sequence[Mapping[str, Any]]) -> str:
+    return str(rows[0]["task"]) if rows else ""
+
+
+def _clock_of(series: Series, label: str) -> float:
+    for checkpoint in series:
+        if checkpoint.label == label:
+            return float(checkpoint.time if checkpoint.time is not None else checkpoint.step)
+    raise KeyError(label)
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+
+def _write_outputs(
+    folder: Path, record: dict[str, Any], outcome: SweepResult, names: Sequence[str], figures: bool
+) -> None:
+    document = {"columns": list(table.COLUMNS), "rows": outcome.rows}
+    if outcome.across_seeds:
+        document["across_seeds"] = outcome.across_seeds
+        atomic_write_text(
+            folder / "trajectory_seeds.csv",
+            table.to_csv(outcome.across_seeds, table.ACROSS_SEEDS_COLUMNS),
+        )
+    atomic_write_text(
+        folder / "trajectory.json", json.dumps(document, indent=1, allow_nan=False) + "\n"
+    )
+    atomic_write_text(folder / "trajectory.csv", table.to_csv(outcome.rows))
+    atomic_write_text(folder / "sweep.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
+    if figures:
+        from geomlens.dynamics.figures import draw_analysis
+
+        for name in names:
+            draw_analysis(outcome, name, folder / f"{name}.png", record)
+
+
+# --- processes --------------------------------------------------------------------------------
+
+
+def _process() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _barrier(world: int) -> None:
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+class _Claims:
+    """One claim file per checkpoint in ``DIR/.claims/<run>/``: under torchrun the rank that
+    creates it (O_EXCL) measures the checkpoint; a single process claims nothing."""
+
+    def __init__(self, folder: Path | None, rank: int, world: int) -> None:
+        self.rank, self.world, self.directory = rank, world, None
+        if world > 1 and folder is not None:
+            import torch.distributed as dist
+
+            run = [uuid.uuid4().hex if rank == 0 else None]
+            dist.broadcast_object_list(run, src=0)
+            self.directory = folder / ".claims" / str(run[0])
+            self.directory.mkdir(parents=True, exist_ok=True)
+
+    def take(self, checkpoint: Checkpoint) -> bool:
+        if self.directory is None:
+            return True
+        path = self.directory / (checkpoint.label.replace("/", "__") + ".claim")
+        try:
+            handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        os.write(handle, f"rank {self.rank} pid {os.getpid()}\n".encode())
+        os.close(handle)
+        return True
+
+    def finish(self) -> None:
+        if self.directory is None:
+            return
+        _barrier(self.world)
+        if self.rank == 0:
+            import shutil
+
+            shutil.rmtree(self.directory, ignore_errors=True)
+            parent = self.directory.parent
+            if parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()

@@ -1,0 +1,127 @@
+"""The toy ReLU network of the generalisation–identification paper, trained with checkpoints.
+
+``theory.toy.train_toy`` trains ``W ∈ R^{m×l}`` on similarity trials over ``l`` one-hot stimuli
+(the paper's configuration by default); here ``W`` is saved after every epoch as the weight of
+a torch module, :class:`ToyEmbedding`, whose output on a one-hot stimulus is its embedding
+``h_i = W e_i`` (site ``module:embed``). The network's similarity is ``ReLU(⟨h_i, h_j⟩)``, so the
+sweep's (p_S, p_I) are computed from the embeddings exactly as the paper does and placed against
+the front of its linear-decay proposition (``theory.resolution.linear_decay_front``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from geomlens.dynamics.schedule import spec_steps
+from geomlens.results import atomic_write_text
+from geomlens.theory.toy import ToyConfig, stimulus_distances, train_toy
+
+EXPERIMENT = "toy-network"
+RUN_FILE = "run.json"
+WEIGHTS_FILE = "model.safetensors"
+SITE = "module:embed"
+
+
+class ToyEmbedding(nn.Module):
+    """``forward(x) = x Wᵀ``: one-hot stimuli ``[N, l]`` to their embeddings ``[N, m]``."""
+
+    def __init__(self, stimuli: int, hidden: int) -> None:
+        super().__init__()
+        self.embed = nn.Linear(stimuli, hidden, bias=False, dtype=torch.float64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.embed(x)
+
+
+def train(
+    config: ToyConfig | None = None,
+    out: str | Path = "toy-run",
+    *,
+    checkpoints: str = "every:1",
+) -> dict[str, Any]:
+    """Train the toy network and write ``out/epoch-N/model.safetensors`` at the epochs that
+    ``checkpoints`` keeps (``every:K`` / ``log:N``), then ``out/run.json``."""
+    config = config or ToyConfig()
+    folder = Path(out)
+    _prepare_folder(folder)
+    kept = set(spec_steps(checkpoints, config.epochs))
+    saved: list[dict[str, Any]] = []
+
+    def save(epoch: int, weights: np.ndarray) -> None:
+        if epoch not in kept:
+            return
+        label = f"epoch-{epoch}"
+        (folder / label).mkdir(parents=True, exist_ok=True)
+        tensor = torch.from_numpy(weights.astype(np.float64)).contiguous()
+        save_file({"embed.weight": tensor}, str(folder / label / WEIGHTS_FILE))
+        saved.append(
+            {
+                "label": label,
+                "step": epoch,
+                "epoch": epoch,
+                "optimizer_steps": epoch * config.steps_per_epoch,
+            }
+        )
+
+    train_toy(config, on_epoch=save)
+    distances = stimulus_distances(config.stimuli, config.geometry)
+    record = {
+        "experiment": EXPERIMENT,
+        "format": 1,
+        "config": asdict(config),
+        "model": {"stimuli": config.stimuli, "hidden": config.hidden},
+        "theory": {"kind": "toy-front", "geometry": config.geometry, "n": 2},
+        "time": "epoch",
+        "sites": [SITE],
+        "data": {
+            "inputs": {"x": np.eye(config.stimuli).tolist()},
+            "coordinate": _coordinates(config).tolist(),
+            "metric": "circular:1" if config.geometry == "circle" else "absolute",
+        },
+        "distances": distances.tolist(),
+        "checkpoints": saved,
+    }
+    atomic_write_text(folder / RUN_FILE, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def _coordinates(config: ToyConfig) -> np.ndarray:
+    if config.geometry == "circle":
+        return np.arange(config.stimuli) / config.stimuli
+    return np.linspace(0.0, 1.0, config.stimuli)
+
+
+def load_network(folder: str | Path, record: dict[str, Any]) -> ToyEmbedding:
+    shape = record["model"]
+    network = ToyEmbedding(int(shape["stimuli"]), int(shape["hidden"]))
+    network.load_state_dict(load_file(str(Path(folder) / WEIGHTS_FILE)))
+    return network.eval()
+
+
+def _prepare_folder(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder} is a file; give a folder for the checkpoints")
+    if folder.is_dir() and any(folder.iterdir()):
+        try:
+            earlier = json.loads((folder / RUN_FILE).read_text(encoding="utf-8")).get("experiment")
+        except (OSError, ValueError, AttributeError):
+            earlier = None
+        if earlier != EXPERIMENT:
+            raise ValueError(
+                f"--out {folder} is not empty and holds no earlier {EXPERIMENT} run; give an "
+                "empty or new folder"
+            )
+        for child in folder.iterdir():
+            if child.is_dir() and child.name.startswith("epoch-"):
+                shutil.rmtree(child)
+        (folder / RUN_FILE).unlink()
+    folder.mkdir(parents=True, exist_ok=True)
