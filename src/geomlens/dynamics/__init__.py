@@ -7,10 +7,6 @@
 - :mod:`~geomlens.dynamics.overlay`: the theory levels (exact, parameter-free laws, none);
 - :mod:`~geomlens.dynamics.figures`: one figure per analysis.
 
-See docs/dynamics.md.
+The public names are ``gl.series`` and ``gl.sweep`` (this package imports nothing itself, so
+that its modules keep their names). See docs/dynamics.md.
 """
-
-from geomlens.dynamics.series import Checkpoint, Series, series
-from geomlens.dynamics.sweep import SweepResult, sweep
-
-__all__ = ["Checkpoint", "Series", "SweepResult", "series", "sweep"]

@@ -12,6 +12,7 @@ tokenizers that change along the series.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -252,12 +253,13 @@ class Series(Sequence[Checkpoint]):
         else:
             assert checkpoint.source is not None
             try:
-                adapter = gl.load(
-                    checkpoint.source,
-                    backend=self.backend or "nnsight",
-                    revision=checkpoint.revision,
-                    **options,
-                )
+                with _quiet_loading():
+                    adapter = gl.load(
+                        checkpoint.source,
+                        backend=self.backend or "nnsight",
+                        revision=checkpoint.revision,
+                        **options,
+                    )
             except (OSError, ValueError, RuntimeError) as error:
                 first = (
                     str(error).strip().splitlines()[0]
@@ -282,6 +284,20 @@ class Series(Sequence[Checkpoint]):
                 f"another vocabulary than {self._tokenizer_seen[0]}; a sweep compares one model "
                 "at several steps, with one tokenizer."
             )
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" bar per checkpoint: the sweep's own bar counts checkpoints."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
 
 
 # --- building a series ------------------------------------------------------------------------
@@ -588,9 +604,9 @@ def _check_consistent(checkpoints: Sequence[Checkpoint], where: str) -> None:
                 ) from None
             key = json.dumps({k: fields.get(k) for k in ARCHITECTURE_FIELDS}, sort_keys=True)
             architectures.setdefault(key, []).append(checkpoint.label)
-        files = [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
-        if files:
-            tokenizers.setdefault(files_digest(files), []).append(checkpoint.label)
+        vocabulary = vocabulary_digest(folder)
+        if vocabulary is not None:
+            tokenizers.setdefault(vocabulary, []).append(checkpoint.label)
     if len(architectures) > 1:
         groups = " vs ".join(_first_of(labels) for labels in architectures.values())
         raise ValueError(
@@ -621,6 +637,30 @@ def files_digest(files: Sequence[Path]) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def vocabulary_digest(folder: Path) -> str | None:
+    """A digest of the vocabulary in a folder's tokenizer files (None without any): of
+    tokenizer.json its model and added tokens only, since the padding and truncation settings
+    saved beside them change with how the tokenizer was last called, not what it encodes."""
+    digest = hashlib.sha256()
+    found = False
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        found = True
+        content = path.read_bytes()
+        if name == "tokenizer.json":
+            try:
+                parsed = json.loads(content)
+                content = json.dumps(
+                    [parsed.get("model"), parsed.get("added_tokens")], sort_keys=True
+                ).encode()
+            except ValueError:
+                pass
+        digest.update(name.encode() + b"\0" + content)
+    return digest.hexdigest() if found else None
 
 
 def module_digest(module: torch.nn.Module) -> str:

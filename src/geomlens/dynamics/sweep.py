@@ -136,6 +136,23 @@ def sweep(
         "run_options": _plain(run_options),
     }
     keys_of = _Keys(checkpoints, configs, shared)
+    record = {
+        "format": FORMAT,
+        "state": "measuring",
+        "analyses": names,
+        "options": _plain(options),
+        "run_options": _plain(run_options),
+        "configs": {n: configs[n]["config"] for n in names},
+        "seed": seed,
+        "data_digest": data_digest,
+        "time": time,
+        "series": checkpoints.describe(),
+        "theory": {"level": level},
+    }
+    if folder is not None and rank == 0:
+        # Written first (every argument checked by now), so that a killed sweep's folder is
+        # recognised as one and resumed.
+        _write_json(folder / "sweep.json", record)
     claims = _Claims(folder, rank, world)
     measured: list[tuple[str, list[str]]] = []
     in_memory: dict[str, dict[str, Result]] = {}
@@ -213,18 +230,7 @@ def sweep(
     seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
     outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds)
     if folder is not None:
-        record = {
-            "format": FORMAT,
-            "analyses": names,
-            "options": _plain(options),
-            "run_options": _plain(run_options),
-            "configs": {n: configs[n]["config"] for n in names},
-            "seed": seed,
-            "data_digest": data_digest,
-            "time": time,
-            "series": checkpoints.describe(),
-            "theory": summary,
-        }
+        record.update(state="complete", theory=summary)
         _write_outputs(folder, record, outcome, names, figures)
     _barrier(world)
     return outcome
@@ -428,8 +434,8 @@ def _theory_summary(
     if level == "laws":
         summary["note"] = (
             "parameter-free laws as diagnostics: the per-layer artanh law through the first and "
-            "last layer, and α after each MLP nonlinearity against α before it; neither need "
-            "hold on a trained transformer"
+            "last layer, and α after each MLP nonlinearity against α before it; they need not "
+            "hold on a trained transformer (the linear-network theory does not cover one)"
         )
     if exact:
         per_seed = {}
@@ -484,12 +490,16 @@ def _write_outputs(
         folder / "trajectory.json", json.dumps(document, indent=1, allow_nan=False) + "\n"
     )
     atomic_write_text(folder / "trajectory.csv", table.to_csv(outcome.rows))
-    atomic_write_text(folder / "sweep.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
+    _write_json(folder / "sweep.json", record)
     if figures:
         from geomlens.dynamics.figures import draw_analysis
 
         for name in names:
             draw_analysis(outcome, name, folder / f"{name}.png", record)
+
+
+def _write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, json.dumps(value, indent=1, allow_nan=False) + "\n")
 
 
 # --- processes --------------------------------------------------------------------------------
