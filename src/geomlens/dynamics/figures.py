@@ -62,7 +62,11 @@ def draw_analysis(
     _time_axis(left, [r["time"] for r in rows], record.get("time", "auto"))
     left.set_ylabel(metric)
     left.legend(fontsize=7, loc="best")
-    _layer_panel(right, rows, sites, metric)
+    toy = theory.get("toy_front")
+    if isinstance(toy, Mapping) and toy.get("points"):
+        _front_panel(right, toy["points"])
+    else:
+        _layer_panel(right, rows, sites, metric)
     depth = len([s for s in sites if site_layer(s) is not None]) or len(sites)
     level = theory.get("level", "none")
     statement = {
@@ -88,6 +92,23 @@ def _time_axis(axis: Any, times: Sequence[float], time: str) -> None:
     if positive and max(positive) / min(positive) > 100:
         axis.set_xscale("symlog", linthresh=min(positive))
     axis.set_xlim(left=0)
+
+
+def _front_panel(axis: Any, points: Sequence[Mapping[str, Any]]) -> None:
+    """(p_S, p_I) of every checkpoint, coloured by step, on the linear-decay front."""
+    from geomlens.theory import resolution
+
+    front = resolution.linear_decay_front(401)
+    axis.plot(front.p_s, front.p_i, "k-", lw=1, label="linear-decay front (Prop. 1)")
+    steps = [p["step"] for p in points]
+    drawn = axis.scatter(
+        [p["p_similarity"] for p in points], [p["p_identification"] for p in points],
+        c=steps, cmap="viridis", s=14, zorder=3,
+    )  # fmt: skip
+    axis.figure.colorbar(drawn, ax=axis, label="step")
+    axis.set_xlabel("p_S (similarity)")
+    axis.set_ylabel("p_I (identification)")
+    axis.legend(fontsize=7, loc="lower left")
 
 
 def _layer_panel(

@@ -207,6 +207,11 @@ class Series(Sequence[Checkpoint]):
         }
         return data
 
+    def default_options(self) -> dict[str, Any]:
+        """Analysis options an experiment declares (e.g. the toy network's similarity)."""
+        record = self.experiment()
+        return dict(record.get("options", {})) if record is not None else {}
+
     def default_sites(self) -> list[str] | None:
         record = self.experiment()
         return None if record is None else record.get("sites")

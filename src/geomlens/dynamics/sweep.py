@@ -119,6 +119,9 @@ def sweep(
         data = checkpoints.default_data()
     if "site" not in options and checkpoints.default_sites():
         options["site"] = checkpoints.default_sites()
+    for name, value in checkpoints.default_options().items():
+        if name not in options and _takes_option(names, name):
+            options[name] = value
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     configs, own_options = _resolve_options(names, options)
     level, exact = _theory_level(theory, names, checkpoints)
@@ -227,6 +230,10 @@ def sweep(
             ):
                 row[column] = None
     summary = _theory_summary(level, exact, rows, checkpoints)
+    if "toy_front" in summary:
+        from geomlens.dynamics.toy_overlay import add_front_columns
+
+        add_front_columns(rows)
     seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
     outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds)
     if folder is not None:
@@ -261,6 +268,14 @@ def _resolve_options(
             f"{', '.join(map(repr, names))}."
         )
     return configs, dict(options)
+
+
+def _takes_option(names: Sequence[str], option: str) -> bool:
+    import geomlens as gl
+
+    return any(
+        option in {f.name for f in dataclasses.fields(gl.analysis_class(n).Config)} for n in names
+    )
 
 
 class _Keys:

