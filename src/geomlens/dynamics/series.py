@@ -316,6 +316,7 @@ def series(
     select: str | None = None,
     every: int | None = None,
     backend: str | None = None,
+    seeds: Sequence[int] | None = None,
     **load_options: Any,
 ) -> Series:
     """The checkpoints of one model, ordered by step (and seed).
@@ -328,6 +329,7 @@ def series(
     - a list of folders (``steps=`` gives their steps; otherwise each name's number, or the
       position) or a ``{step: folder}`` mapping;
     - a list of torch modules in memory, or a ``{step: module}`` mapping;
+    - a list of series (several seeds of one schedule; ``seeds=`` numbers them);
     - a hub repository name with ``revisions=``: a list of revision names or a table name,
       ``"pythia"`` (``step0`` … ``step143000``) or ``"stanford-crfm"``; each is loaded with
       ``gl.load(name, revision=...)`` and its resolved commit identifies the weights.
@@ -337,7 +339,10 @@ def series(
     """
     if select is not None and every is not None:
         raise ValueError("Give select= or every=, not both.")
-    built = _build(source, steps, revisions, backend, load_options)
+    if isinstance(source, Sequence) and source and all(isinstance(s, Series) for s in source):
+        built = seeds_of(list(source), seeds)
+    else:
+        built = _build(source, steps, revisions, backend, load_options)
     if select is not None:
         built = built.select(select)
     if every is not None:
@@ -400,6 +405,32 @@ def _build(
     raise TypeError(
         f"Cannot make a series from a {type(source).__name__}: give a folder, a list of folders "
         "or modules, a {step: folder} mapping, or a hub repository with revisions=."
+    )
+
+
+def seeds_of(runs: Sequence[Series], seeds: Sequence[int] | None = None) -> Series:
+    """One series of several runs of the same schedule (PolyPythias' seeds, an experiment's
+    ``--seeds``): run ``k`` becomes seed ``seeds[k]`` (default ``k``), its labels
+    ``seed-K/<label>``. A sweep then adds an interval across seeds at each step."""
+    numbers = list(seeds) if seeds is not None else list(range(len(runs)))
+    if len(numbers) != len(runs) or len(set(numbers)) != len(numbers):
+        raise ValueError(f"Give one distinct seed per run; got {numbers} for {len(runs)} runs.")
+    checkpoints: list[Checkpoint] = []
+    experiments: dict[int | None, dict[str, Any]] = {}
+    for seed, run in zip(numbers, runs):
+        if len(run.seeds) > 1:
+            raise ValueError(f"{run.source} already holds several seeds; combine single runs.")
+        checkpoints.extend(replace(c, seed=seed, label=f"seed-{seed}/{c.label}") for c in run)
+        record = run.experiment()
+        if record is not None:
+            experiments[seed] = record
+    first = runs[0]
+    return Series(
+        checkpoints,
+        source=" + ".join(run.source for run in runs),
+        backend=first.backend,
+        experiments=experiments,
+        load_options=first.load_options,
     )
 
 
