@@ -124,7 +124,7 @@ def sweep_command(
         )  # fmt: skip
     if dist.is_initialized() and dist.get_rank() != 0:
         return
-    measured = len(outcome.measured)
+    measured = outcome.measured_by_all
     typer.echo(
         f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
         f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"

@@ -52,7 +52,8 @@ class SweepResult:
     """What a sweep returns: the trajectory table, the theory summary, and what it measured.
 
     ``measured`` lists the (checkpoint, analyses) this process ran a forward pass for (empty
-    for a rerun that found everything cached); ``results`` maps a checkpoint label to its
+    for a rerun that found everything cached) and ``measured_by_all`` counts the checkpoints
+    every process measured (under torchrun); ``results`` maps a checkpoint label to its
     Results by analysis.
     """
 
@@ -62,6 +63,7 @@ class SweepResult:
     measured: list[tuple[str, list[str]]] = field(default_factory=list)
     results: dict[str, dict[str, Result]] = field(default_factory=dict)
     across_seeds: list[dict[str, Any]] = field(default_factory=list)
+    measured_by_all: int = 0
 
     def to_frame(self) -> Any:
         import pandas as pd
@@ -152,6 +154,7 @@ def sweep(
         "series": checkpoints.describe(),
         "theory": {"level": level},
     }
+    _barrier(world)  # every rank has checked DIR before rank 0 writes into it
     if folder is not None and rank == 0:
         # Written first (every argument checked by now), so that a killed sweep's folder is
         # recognised as one and resumed.
@@ -194,6 +197,7 @@ def sweep(
                     **checkpoint.describe(),
                     "key": keys[name],
                     "weights": keys_of.digest(checkpoint),
+                    "rank": rank,
                 }
                 if folder is not None:
                     result.to_json(_result_path(folder, checkpoint, name))
@@ -205,6 +209,7 @@ def sweep(
     finally:
         bar.close()
     claims.finish()
+    measured_by_all = _sum_over_ranks(len(measured), world)
     if rank != 0:
         _barrier(world)
         rows = (
@@ -212,7 +217,7 @@ def sweep(
             if folder
             else []
         )
-        return SweepResult(rows, {}, folder, measured)
+        return SweepResult(rows, {}, folder, measured, measured_by_all=measured_by_all)
     results_by_label = _collect(folder, checkpoints, names, in_memory)
     pairs = []
     for checkpoint in checkpoints:
@@ -235,7 +240,7 @@ def sweep(
 
         add_front_columns(rows)
     seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
-    outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds)
+    outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds, measured_by_all)
     if folder is not None:
         record.update(state="complete", theory=summary)
         _write_outputs(folder, record, outcome, names, figures)
@@ -526,6 +531,16 @@ def _process() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def _sum_over_ranks(count: int, world: int) -> int:
+    if world == 1:
+        return count
+    import torch.distributed as dist
+
+    counts: list[Any] = [None] * world
+    dist.all_gather_object(counts, count)
+    return sum(counts)
 
 
 def _barrier(world: int) -> None:
