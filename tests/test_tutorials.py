@@ -20,6 +20,7 @@ TOPICS = (
     "05_sae_feature_explosion_and_ssd",
     "06_your_own_model",
     "07_write_a_plugin",
+    "08_training_dynamics",
 )
 
 

@@ -65,9 +65,13 @@ def draw_analysis(
     toy = theory.get("toy_front")
     if isinstance(toy, Mapping) and toy.get("points"):
         _front_panel(right, toy["points"])
+    elif len([s for s in sites if site_layer(s) is not None]) < 2 and any(
+        r["residual_exact"] is not None for r in rows
+    ):
+        _residual_panel(right, rows, record.get("time", "auto"))
     else:
         _layer_panel(right, rows, sites, metric)
-    depth = len([s for s in sites if site_layer(s) is not None]) or len(sites)
+    depth = len({site_layer(s) for s in sites if site_layer(s) is not None}) or len(sites)
     level = theory.get("level", "none")
     statement = {
         "exact": "exact theory of the declared setup",
@@ -76,7 +80,7 @@ def draw_analysis(
     }.get(level, level)
     source = record.get("series", {}).get("source", "")
     figure.suptitle(
-        f"{analysis} across training · {Path(str(source)).name} · {depth} layers · {statement}",
+        f"{analysis} across training · {Path(str(source)).name} · depth {depth} · theory: {statement}",
         fontsize=10,
     )
     figure.tight_layout()
@@ -92,6 +96,15 @@ def _time_axis(axis: Any, times: Sequence[float], time: str) -> None:
     if positive and max(positive) / min(positive) > 100:
         axis.set_xscale("symlog", linthresh=min(positive))
     axis.set_xlim(left=0)
+
+
+def _residual_panel(axis: Any, rows: Sequence[Mapping[str, Any]], time: str) -> None:
+    """Measured minus exact theory against time (gradient descent's O(lr) gap to the flow)."""
+    mine = sorted((r for r in rows if r["residual_exact"] is not None), key=lambda r: r["time"])
+    axis.plot([r["time"] for r in mine], [r["residual_exact"] for r in mine], "-", color="C3")
+    axis.axhline(0, color="grey", lw=0.5)
+    _time_axis(axis, [r["time"] for r in mine], time)
+    axis.set_ylabel("measured − exact")
 
 
 def _front_panel(axis: Any, points: Sequence[Mapping[str, Any]]) -> None:
