@@ -107,10 +107,12 @@ def sweep_command(
 
         if _world_size() > 1 and not dist.is_initialized():
             dist.init_process_group("nccl" if _cuda() else "gloo")
+        from geomlens.dynamics.series import REVISION_TABLES
+
         names = (
-            [r.strip() for r in revisions.split(",")]
-            if revisions and "," in revisions
-            else revisions
+            revisions
+            if revisions is None or revisions in REVISION_TABLES
+            else [r.strip() for r in revisions.split(",") if r.strip()]
         )
         chosen = gl.series(series, revisions=names, backend=backend, select=select)
         loaded = None
