@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -69,6 +70,19 @@ def sweep_command(
     theory: Annotated[str, typer.Option("--theory", help="auto, exact, laws or none.")] = "auto",
     time: Annotated[str, typer.Option("--time", help="x axis: auto, step or lr-sum.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of every analysis.")] = 0,
+    device: Annotated[
+        str | None, typer.Option("--device", help="cpu, cuda, cuda:N or mps (every checkpoint).")
+    ] = None,
+    dtype: Annotated[
+        str | None, typer.Option("--dtype", help="Weights: float32 (default), bfloat16, float16.")
+    ] = None,
+    device_map: Annotated[
+        str | None,
+        typer.Option("--device-map", help="'auto' spreads a checkpoint too large for one device."),
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", help="Inputs per forward pass.")
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Measure every checkpoint again (ignore the cache).")
     ] = False,
@@ -114,7 +128,16 @@ def sweep_command(
             if revisions is None or revisions in REVISION_TABLES
             else [r.strip() for r in revisions.split(",") if r.strip()]
         )
-        chosen = gl.series(series, revisions=names, backend=backend, select=select)
+        placement = {
+            k: v
+            for k, v in (("device", device), ("dtype", dtype), ("device_map", device_map))
+            if v is not None
+        }
+        if "device" in placement and "LOCAL_RANK" in os.environ and device == "cuda":
+            placement["device"] = f"cuda:{int(os.environ['LOCAL_RANK'])}"  # this rank's GPU
+        chosen = gl.series(series, revisions=names, backend=backend, select=select, **placement)
+        if batch_size is not None:
+            options["batch_size"] = batch_size
         loaded = None
         if data is not None:
             from geomlens.cli.data import load_data
@@ -142,8 +165,6 @@ def sweep_command(
 
 
 def _world_size() -> int:
-    import os
-
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
