@@ -1,4 +1,4 @@
-"""The AUROC and its bootstrap interval (issue 17 item 10: every AUROC sae-features reports gets
+"""The AUROC and its bootstrap interval (every AUROC sae-features reports gets
 one), against scikit-learn and against the known AUROC of two planted normal populations."""
 
 import math

@@ -109,7 +109,7 @@ def test_wrongly_typed_option_names_the_option_and_its_type(tmp_path):
     [
         ("--limit", "at least 1", "inputs"),
         ("--max-length", "at least 1", "tokens"),
-        # The batch size has an upper bound too (issue 19): its message names the whole range.
+        # The batch size has an upper bound too: its message names the whole range.
         ("--batch-size", "from 1 to 65536", "inputs per forward pass"),
     ],
 )

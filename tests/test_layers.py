@@ -56,7 +56,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
-#: Old paths kept for users' imports (issue 16). Each is exempt from the floor rule, and nothing
+#: Old paths kept for users' imports. Each is exempt from the floor rule, and nothing
 #: inside geomlens may import it.
 COMPATIBILITY_SHIMS = {
     "geomlens.benchmarking": "geomlens.engine.benchmarking",

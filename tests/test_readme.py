@@ -12,9 +12,9 @@ Conventions the README keeps (README authors: see the notes here):
 - Fenced ```bash / ```sh / ```console blocks: each line is a command (``$ `` prompts and
   ``# comments`` are dropped). Environment set-up steps joined by ``&&`` (``python3 -m venv``,
   activating it, ``pip install``) are what CI does itself; they are checked to be the commands
-  of ``.ci/run`` and not repeated. The test command (``pytest …``) is checked to be the one
-  ``.ci/run`` runs, verbatim, and not run again from inside the suite. Every other command runs
-  with this environment's ``geomlens``.
+  of ``.ci/run`` and not repeated. The test command (``ruff``, ``mypy``, then ``pytest …``)
+  is checked to be the one ``.ci/run`` runs, verbatim, and not run again from inside the
+  suite. Every other command runs with this environment's ``geomlens``.
 - Indented blocks (4 spaces) are synopses with placeholders and are not run.
 - The bundled MiniLM and the embedded causal LMs (``smollm2-135m-instruct``, ``gemma-3-270m``)
   run as written. Stand-ins: a hub model named in a block (``from_pretrained("gpt2")``, ``--model gpt2``,
@@ -182,7 +182,7 @@ def test_shell_command_runs_as_written(command, tmp_path, standin_folder):
         for step in setup:
             if not step.startswith(("pip install", ". ", "source ")):
                 assert step in ci_text, f"set-up step {step!r} is not what .ci/run does"
-    if rest and rest[0].startswith("pytest"):
+    if rest and rest[-1].startswith("pytest"):  # lint and type checks, then the tests
         assert command in ci_commands() or any(command in line for line in ci_commands()), (
             f"the README's test command {command!r} must be the one .ci/run runs"
         )

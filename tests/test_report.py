@@ -285,7 +285,7 @@ def test_abstraction_depth_figure_measures_the_departure_from_the_law(tmp_path):
 
 
 def test_a_report_rerun_into_the_same_folder_holds_only_the_new_run(tmp_path):
-    """Issue 19.10: the rerun used to keep the first run's per-analysis JSON beside a
+    """The rerun used to keep the first run's per-analysis JSON beside a
     results.json saying the analysis failed."""
     from helpers.tiny_models import tiny_gpt2
 

@@ -77,7 +77,7 @@ def test_feature_explosion_data_on_minilm_tokens():
 
 
 def test_every_ood_condition_has_the_heldout_lengths():
-    """Issue 17 item 11: python_source was cut at max_tokens (every row 64 tokens against a
+    """python_source was cut at max_tokens (every row 64 tokens against a
     held-out median of 21), so its AUROC partly measured length. Every OOD row i now has the
     length of held-out row i."""
     tokenizer = gl.load().tokenizer

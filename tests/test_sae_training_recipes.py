@@ -1,4 +1,4 @@
-"""The SAE training recipe per kind of model (issue 18 item 4): causal LMs get their own default
+"""The SAE training recipe per kind of model: causal LMs get their own default
 (more passes over one buffer of every captured token, warm-ups, the decoder bias started at the
 mean), encoders keep theirs (MiniLM's numbers come from it); the choice enters the cache key and
 the result's notes. Tiny models: what is checked is the choice and its mechanics, not quality."""
@@ -75,7 +75,7 @@ def test_the_default_sae_says_which_recipe_trained_it(gpt2, bert, causal, tmp_pa
     adapter = gpt2 if causal else bert
     sae, note = default_sae(adapter, SITE, {**TINY, "passes": 2})
     assert sae.cfg.d_sae == 16
-    expected = "causal-LM default (issue 18)" if causal else "encoder default"
+    expected = "causal-LM default" if causal else "encoder default"
     assert f"training recipe: the {expected}" in note
     assert "overridden" in note and "2 passes" in note
     # The entry trained is the model's default with the overrides: its key says so.

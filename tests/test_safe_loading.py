@@ -99,7 +99,7 @@ def _texts(folder: Path) -> Path:
     return path
 
 
-# --- Every place geomlens reads a file: a pickle carrying code there never runs (issue 19.1) ---
+# --- Every place geomlens reads a file: a pickle carrying code there never runs ---
 
 
 def _code_pickle(path: Path, marker: Path, wrap=lambda payload: payload) -> Path:

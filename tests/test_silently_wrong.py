@@ -1,4 +1,4 @@
-"""Inputs that used to give wrong numbers with exit 0 (issue 19, items 2-8): each is now either
+"""Inputs that used to give wrong numbers with exit 0: each is now either
 counted right or refused with one clear line."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
 SCRIPTS = sorted(TUTORIALS.glob("[0-9][0-9]_*.py"))
-#: The topics issue 13 asks a tutorial for, in order; none may go missing silently.
+#: The topics the tutorials must cover, in order; none may go missing silently.
 TOPICS = (
     "01_quickstart",
     "02_pareto_front_and_toy_network",

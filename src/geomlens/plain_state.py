@@ -135,7 +135,7 @@ def decode(value: Any) -> Any:
                 f"the state names class {value['cls']!r}, which is not a registered state class "
                 "of this process (import the plugin that defines it)"
             )
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         vars(obj).update(decode(value["fields"]))
         return obj
     raise UnsafeStateError(f"unknown tagged value {kind!r}")

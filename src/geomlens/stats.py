@@ -91,6 +91,8 @@ class StreamingMoments:
         """
         if other.mean is None:
             return
+        # mean, m2, minimum and maximum are set together: all None or all tensors.
+        assert other.m2 is not None and other.minimum is not None and other.maximum is not None
         if self.mean is None:
             self.count, self.mean, self.m2 = other.count, other.mean.clone(), other.m2.clone()
             self.minimum, self.maximum = other.minimum.clone(), other.maximum.clone()
@@ -100,6 +102,7 @@ class StreamingMoments:
                 f"Cannot merge statistics of dimension {tuple(other.mean.shape)} into "
                 f"{tuple(self.mean.shape)}."
             )
+        assert self.m2 is not None and self.minimum is not None and self.maximum is not None
         other_mean = other.mean.to(self.mean.device)
         total = self.count + other.count
         # Two masked batches with no real row: weights 0, and no division by zero.
@@ -114,7 +117,7 @@ class StreamingMoments:
         self.count = total
 
     def variance(self, ddof: int = 0) -> torch.Tensor:
-        if self.count - ddof <= 0:
+        if self.m2 is None or self.count - ddof <= 0:
             raise ValueError(
                 f"Variance with ddof={ddof} needs more than {ddof} rows; have {self.count}."
             )

@@ -79,7 +79,7 @@ def check_analysis(
             f"batch_size={batch_size} leaves no second half of {rows} rows; use a smaller one."
         )
     first, second = np.arange(half), np.arange(half, rows)
-    settings = {"batch_size": batch_size, "seed": seed, "progress": False}
+    settings: dict[str, Any] = {"batch_size": batch_size, "seed": seed, "progress": False}
 
     def feed(instance: Analysis, selected: np.ndarray | None = None) -> Analysis:
         torch.manual_seed(seed)  # as gl.run does before its pass
@@ -102,6 +102,7 @@ def check_analysis(
 
     saved = feed(make(), first)
     resumed = make()
+    assert saved.context is not None  # the pass set it up
     resumed.setup(saved.context)
     resumed.load_state_dict(from_bytes(to_bytes(saved.state_dict()), adapter.device))
     feed(resumed, second)

@@ -1,4 +1,4 @@
-"""Issue 17, items 5–9: abstraction and CCGP report what their names say, on planted data.
+"""Abstraction and CCGP report what their names say, on planted data.
 
 - 5: the shipped crossed set uses different words per context; results name the tasks a site
   mean averages;

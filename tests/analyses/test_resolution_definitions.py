@@ -1,4 +1,4 @@
-"""resolution's quantities mean what their names say (issue 17, items 1–4), on planted data.
+"""resolution's quantities mean what their names say, on planted data.
 
 1. ε describes the measured curve (g(0) = 1, no amplitude divided out); a sharp drop then a
    slow tail gives back both scales; the theory's point uses the same unscaled g, so it

@@ -1,4 +1,4 @@
-"""sae-features fit for causal LMs and encoders (issue 18 item 4, issue 17 items 10-13): k both
+"""sae-features fit for causal LMs and encoders: k both
 ways around special tokens and attention sinks, the splice kept off them, ε̂_loss only where
 needed, the SAE's own activation normalisation, decoder norms, a saturated pool, AUROC
 intervals — each on planted data whose answer is known."""
@@ -218,7 +218,7 @@ def test_bos_is_counted_only_the_paper_way_and_never_spliced(tiny):
 
 
 def test_calibration_rows_are_not_spliced(tiny):
-    """ε̂_loss is measured on the rows that need it (issue 21 item 2): a batch of calibration
+    """ε̂_loss is measured on the rows that need it: a batch of calibration
     and held-out rows sends only its held-out rows through the spliced passes."""
     _, _, adapter = tiny
     rows = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 14], [15, 16, 17, 18]]

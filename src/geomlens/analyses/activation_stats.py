@@ -54,7 +54,7 @@ class ActivationStats(Analysis):
     def update(self, batch: Batch) -> None:
         # Statistics stay on the device in float64; nothing is read back per batch (no .item(),
         # no boolean indexing), so a GPU run never waits on this loop.
-        for site in self.sites(self.context.adapter):
+        for site in self.sites(self._run_context().adapter):
             moments = self.moments.setdefault(site, StreamingMoments())
             if self.config.pooling is None:
                 activation = batch.activations[site]
@@ -91,6 +91,8 @@ class ActivationStats(Analysis):
         rows: list[dict[str, Any]] = []
         for site, moments in self.moments.items():
             variance = moments.variance().cpu()
+            # variance() refused a site with no rows: mean and maximum are set.
+            assert moments.mean is not None and moments.maximum is not None
             mean = moments.mean.cpu()
             maximum = moments.maximum.cpu()
             dead = maximum <= self.config.dead_threshold

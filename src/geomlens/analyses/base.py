@@ -147,6 +147,12 @@ class Analysis(ABC):
         """Called once before the first batch."""
         self.context = context
 
+    def _run_context(self) -> RunContext:
+        """The run's context, which :meth:`setup` sets before the first batch."""
+        if self.context is None:
+            raise RuntimeError(f"Analysis {self.name!r} was used before setup(context).")
+        return self.context
+
     @abstractmethod
     def update(self, batch: Batch) -> None:
         """Fold one batch into the state. Must not keep references to the batch's tensors."""

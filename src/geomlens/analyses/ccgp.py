@@ -54,7 +54,8 @@ def ccgp_tables(
     state: ConceptState, config: CCGPConfig, seed: int
 ) -> tuple[list[dict], list[dict]]:
     """Per-(site, task) rows and per-split rows."""
-    per_task, per_split = [], []
+    per_task: list[dict] = []
+    per_split: list[dict] = []
     for site in state.sites():
         for task in state.tasks():
             state.class_means_across_contexts(

@@ -134,8 +134,8 @@ class ChoiceRecords:
         distance = parse_metric(metric)
         out = []
         for k in self._row_order():
-            coordinates = [self.probe[k], *self.option_coordinates[k]]
-            coordinates = np.asarray([np.asarray(c, dtype=float) for c in coordinates])
+            points = [self.probe[k], *self.option_coordinates[k]]
+            coordinates = np.asarray([np.asarray(c, dtype=float) for c in points])
             out.append(
                 (self.test[k], self.probabilities[k], np.round(distance(coordinates)[0, 1:], 12))
             )
@@ -234,7 +234,7 @@ def _trial_bootstrap(
     trial_ids: list[int], values: np.ndarray, rng: np.random.Generator
 ) -> tuple[float, float]:
     """Percentile interval of the mean of ``values`` when whole trials are resampled."""
-    groups = {}
+    groups: dict[int, list[float]] = {}
     for trial, value in zip(trial_ids, values):
         groups.setdefault(trial, []).append(value)
     if len(groups) < 2:
@@ -290,7 +290,8 @@ def recover_similarity(
                 for k in range(len(edges) - 1)
             ]
         )
-    design, target = [], []
+    rows: list[np.ndarray] = []
+    differences: list[float] = []
     counts = np.zeros(len(centres))
     for d, log_p in zip(distances, log_probabilities):
         b = which(d)
@@ -300,16 +301,16 @@ def recover_similarity(
                 row = np.zeros(len(centres))
                 row[b[i]] += 1.0
                 row[b[0]] -= 1.0
-                design.append(row)
-                target.append(log_p[i] - log_p[0])
+                rows.append(row)
+                differences.append(log_p[i] - log_p[0])
     seen = np.nonzero(counts)[0]
-    if not design or len(seen) < 2:
+    if not rows or len(seen) < 2:
         raise ValueError(
             "The choice trials never compare options at different distances from the probe, so "
             "g cannot be recovered; use prompts whose options lie at several distances."
         )
-    design = np.asarray(design)[:, seen]
-    target = np.asarray(target)
+    design = np.asarray(rows)[:, seen]
+    target = np.asarray(differences)
     # seen[0] is the smallest distance: its log g is fixed at 0, the rest are free.
     free = design[:, 1:]
     solution, *_ = np.linalg.lstsq(free, target, rcond=None)

@@ -111,7 +111,7 @@ class ConceptState:
         #: Each (task, concept, context) cell's row in the sums, in order of first sight.
         self.cells: dict[Cell, int] = {}
         self.sums: dict[str, torch.Tensor] = {}
-        self.counts: dict[str, list[int]] = {}
+        self.counts: dict[str, np.ndarray] = {}
         self.rows: dict[str, list[torch.Tensor]] = {}
         self.index: list[np.ndarray] = []
         self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -270,7 +270,7 @@ class ConceptAnalysis(Analysis):
         return default_concept_data(adapter)
 
     def update(self, batch: Batch) -> None:
-        sites = self.sites(self.context.adapter)
+        sites = self.sites(self._run_context().adapter)
         self.state.update(batch.activations, batch, sites, self.config.pooling)
 
     def merge(self, other: Analysis) -> None:
@@ -393,7 +393,7 @@ def plot_by_layer(
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def legend_with_styles(axis: Any, styles: dict[str, str]) -> None:
+def legend_with_styles(axis: Any, styles: dict[str, Any]) -> None:  # name: a line style
     """The tasks' colours, then what each line style means, beside the axis."""
     from matplotlib.lines import Line2D
 

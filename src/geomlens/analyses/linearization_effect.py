@@ -73,6 +73,8 @@ def _affected(site: str, first_layer: int) -> bool:
 def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed next-token cross-entropy over real (token, next token) pairs, and their count
     (tensors on the model's device: read once, in finalize)."""
+    if batch.inputs.input_ids is None:
+        raise ValueError("The next-token loss needs token ids (a text model's inputs).")
     ids = batch.inputs.input_ids.to(logits.device)
     mask = batch.attention_mask.to(logits.device).bool()
     pairs = mask[:, :-1] & mask[:, 1:]
@@ -163,7 +165,7 @@ class LinearizationEffect(Analysis):
 
     # -- streaming ---------------------------------------------------------------------------
     def update(self, batch: Batch) -> None:
-        adapter = self.context.adapter
+        adapter = self._run_context().adapter
         first = min(self.linearized_layers)
         measured = concept_sites(self.config, adapter)
         changed = [s for s in self.sites(adapter) if _affected(s, first)]
@@ -178,7 +180,7 @@ class LinearizationEffect(Analysis):
         self._update_fidelity(batch, batch.activations, linearized)
 
     def _update_fidelity(self, batch: Batch, base: dict, linearized: dict) -> None:
-        site = self._output_site(self.context.adapter)
+        site = self._output_site(self._run_context().adapter)
         if site == LOGITS_SITE:
             for condition, activations in zip(CONDITIONS, (base, linearized)):
                 total, count = _next_token_loss(activations[site], batch)
@@ -320,8 +322,13 @@ class LinearizationEffect(Analysis):
         (both conditions resample the same contexts, then tasks are resampled)."""
         deepest = max(self.linearized_layers)
         sites = list(dict.fromkeys(r["site"] for r in comparison))
-        after = [s for s in sites if (layer_of(s) if layer_of(s) is not None else -1) >= deepest]
-        site = min(after, key=lambda s: layer_of(s)) if after else sites[-1]
+
+        def depth(name: str) -> int:
+            layer = layer_of(name)
+            return layer if layer is not None else -1
+
+        after = [s for s in sites if depth(s) >= deepest]
+        site = min(after, key=depth) if after else sites[-1]
         mine = [r for r in comparison if r["site"] == site]
         alpha_up = [r["alpha_linearized"] > r["alpha_base"] for r in mine]
         ccgp_up = [r["ccgp_linearized"] >= r["ccgp_base"] for r in mine]

@@ -20,7 +20,8 @@ def has_plot(analysis: type[Analysis]) -> bool:
     """Whether ``analysis`` draws a figure (overrides :meth:`Analysis.plot`)."""
     from geomlens.analyses.base import Analysis
 
-    return getattr(analysis.plot, "__func__", None) is not Analysis.plot.__func__
+    # The classmethod object itself: its __func__ is the function every override replaces.
+    return getattr(analysis.plot, "__func__", None) is not Analysis.__dict__["plot"].__func__
 
 
 def plot(result: Result, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:

@@ -151,7 +151,9 @@ def half_width(fit: Fit) -> float:
     )
 
 
-def _rss_aic(rss_between: float, within: float, counts: np.ndarray, parameters: int) -> tuple:
+def _rss_aic(
+    rss_between: float, within: float, counts: np.ndarray, parameters: int
+) -> tuple[float, float]:
     """Pair-level RSS and AIC = pairs · log(RSS / pairs) + 2 · parameters."""
     pairs = float(counts.sum())
     rss = rss_between + within
@@ -162,7 +164,7 @@ def _rss_aic(rss_between: float, within: float, counts: np.ndarray, parameters: 
 
 
 def _one_scale(
-    family: str, d: np.ndarray, y: np.ndarray, w: np.ndarray, epsilon: np.ndarray
+    family: str, d: np.ndarray, y: np.ndarray, w: np.ndarray, epsilon: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each ε: (RSS, u) of y ≈ u (shape − 1), u ≥ 0, y = g − 1 (so L = 1 − u)."""
     x = family_shape(family, d[None, :], np.atleast_1d(epsilon)[:, None]) - 1.0

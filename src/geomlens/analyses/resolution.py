@@ -326,7 +326,8 @@ class Resolution(Similarity):
         gives the same), theory and empirical (p_S, p_I) with how they were computed, and
         the distance to the front."""
         config = self.config
-        protocol = {
+        # Keyword arguments of theory.evaluate (the options were checked against its choices).
+        protocol: dict[str, Any] = {
             "draws": config.draws,
             "choice": config.choice,
             "samples": config.samples,

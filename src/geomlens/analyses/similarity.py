@@ -161,11 +161,13 @@ class Similarity(Analysis):
         if "metric" in batch.columns and self.data_metric is None:
             self.data_metric = str(batch.columns["metric"][0])
         if self.config.mode == "behavioural":
-            (site,) = self.sites(self.context.adapter)
-            self.choices.add(batch, site, self.context.adapter.tokenizer, self.config.first_token)
+            (site,) = self.sites(self._run_context().adapter)
+            self.choices.add(
+                batch, site, self._run_context().adapter.tokenizer, self.config.first_token
+            )
             return
         pooling = self.config.pooling or ("span" if batch.inputs.span_mask is not None else "mean")
-        for site in self.sites(self.context.adapter):
+        for site in self.sites(self._run_context().adapter):
             self.pooled.add(site, batch.index, batch.pooled(site, pooling))
         self.pooled.add_coordinates(batch.index, batch.columns["coordinate"])
 

@@ -19,6 +19,8 @@ the values themselves, far above any tolerance.
 
 from __future__ import annotations
 
+import functools
+import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from geomlens.hooks.config_fields import (
     MLP_WIDTH_FIELDS,
     RESIDUAL_WIDTH_FIELDS,
 )
-from geomlens.hooks.inputs import ModelInputs
+from geomlens.hooks.inputs import ModelInputs, PaddingSide
 from geomlens.hooks.widths import expected_widths, width_kind
 
 DEFAULT_PROMPTS = (
@@ -82,7 +84,7 @@ def relative_gap(ours: torch.Tensor, reference: torch.Tensor, *terms: torch.Tens
 
 
 def _padding_errors(
-    adapter: Adapter, dataset: Dataset, sites: list[str], side: str
+    adapter: Adapter, dataset: Dataset, sites: list[str], side: PaddingSide
 ) -> dict[str, float]:
     """Per site, the relative gap (:func:`relative_gap`) between the batched activations at
     real tokens and the example run alone."""
@@ -146,6 +148,8 @@ def _own_hidden_states(
     model: torch.nn.Module, inputs: ModelInputs, row: int
 ) -> tuple[torch.Tensor, ...] | None:
     """The model's own hidden states for one example run alone (unpadded), or None."""
+    if inputs.input_ids is None:  # no token ids to run the model on
+        return None
     ids = inputs.input_ids[row][inputs.attention_mask[row].bool()].unsqueeze(0)
     kwargs: dict[str, Any] = {"input_ids": ids, "output_hidden_states": True}
     positions = _reference_positions(model, ids.shape[1])
@@ -214,7 +218,8 @@ def additivity_errors(
     def gap(parts: list[str], total: str) -> None:
         if all(p in activations for p in [*parts, total]):
             terms = [activations[p][mask].float() for p in parts]
-            errors[total] = relative_gap(sum(terms), activations[total][mask], *terms)
+            summed = functools.reduce(operator.add, terms)  # t0 + t1 + …, as sum() adds
+            errors[total] = relative_gap(summed, activations[total][mask], *terms)
 
     for layer in range(adapter.n_layers):
         site = f"blocks.{layer}."
@@ -282,7 +287,8 @@ def check_adapter(
     dataset = _dataset(adapter, prompts)
     inputs = adapter.encode(dataset, np.arange(len(dataset)), padding_side="right")
     activations = adapter.capture(inputs, sites)
-    padding = {side: _padding_errors(adapter, dataset, sites, side) for side in ("right", "left")}
+    sides: tuple[PaddingSide, ...] = ("right", "left")
+    padding = {side: _padding_errors(adapter, dataset, sites, side) for side in sides}
     hidden = hidden_state_errors(adapter, inputs, activations)
     reference = reference_model(adapter)
     offset = _hidden_state_offset(reference) if reference is not None else 0
@@ -333,9 +339,9 @@ def check_adapter(
                 )
         checks.append(Check(site, not problems, "; ".join(problems or facts), site))
 
-    failing = [c.site for c in checks if not c.passed]
+    failing = [c.site for c in checks if not c.passed and c.site is not None]  # all per site
     for side in ("right", "left"):
-        worst_site = max(padding[side], key=padding[side].get)
+        worst_site = max(padding[side], key=padding[side].__getitem__)
         error = padding[side][worst_site]
         checks.append(
             Check(
@@ -362,7 +368,7 @@ def check_adapter(
             )
         )
     if sums:
-        worst_sum = max(sums, key=sums.get)
+        worst_sum = max(sums, key=sums.__getitem__)
         checks.append(
             Check(
                 "sub-layer sums",

@@ -24,7 +24,7 @@ import torch
 
 from geomlens.checks.conformance import additivity_errors, hidden_state_errors
 from geomlens.hooks.base import Adapter, canonical_sites, count_torch_hooks
-from geomlens.hooks.inputs import encode_token_ids
+from geomlens.hooks.inputs import PaddingSide, encode_token_ids
 
 #: Token rows of different lengths, so that padding matters (ids exist in every tiny vocabulary).
 ROWS = ([5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17])
@@ -161,7 +161,8 @@ def build(model: SurveyModel, seed: int = 0) -> torch.nn.Module:
     config = AutoConfig.for_model(model.model_type, **fields)
     torch.manual_seed(seed)
     if model.model_type == "t5":
-        return T5EncoderModel(config).eval()
+        # AutoConfig.for_model("t5") builds a T5Config; its return type names the base class.
+        return T5EncoderModel(config).eval()  # type: ignore[arg-type]
     loader = AutoModelForCausalLM if model.kind == "decoder" else AutoModel
     return loader.from_config(config).eval()
 
@@ -220,7 +221,7 @@ def _unchanged(module: torch.nn.Module, before: tuple[dict, int, list[bool]]) ->
     )
 
 
-def _inputs(side: str):
+def _inputs(side: PaddingSide):
     return encode_token_ids([list(r) for r in ROWS], np.arange(len(ROWS)), padding_side=side)
 
 

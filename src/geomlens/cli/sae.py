@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -115,7 +115,7 @@ def train_command(
     with one_line_errors(interrupted="interrupted; no SAE was cached."):
         adapter = gl.load(model, backend=backend, device=device)
         base, recipe = default_training(adapter.is_causal_lm)
-        given = {
+        given: dict[str, Any] = {
             "d_sae": d_sae,
             "tokens": tokens,
             "l1_coefficient": l1,

@@ -105,7 +105,7 @@ def in_chat_template(data: Any, tokenizer: Any, instruction: str = CHAT_INSTRUCT
             "chat=True needs a tokenizer with a chat template (tokenizer.chat_template); this "
             "one has none. Use chat=None (use it when there is one) or chat=False."
         )
-    bos = getattr(tokenizer, "bos_token", None)
+    bos: str = getattr(tokenizer, "bos_token", None) or ""
     adds_bos = bool(bos) and _adds_bos(tokenizer)
     texts = []
     for text in data.texts:

@@ -35,7 +35,9 @@ BILINGUAL_FRAME = "[[{word}]]"
 
 
 def _package_file(name: str) -> str:
-    return resources.files(__package__).joinpath("concepts", name).read_text(encoding="utf-8")
+    return (
+        resources.files(__package__).joinpath("concepts").joinpath(name).read_text(encoding="utf-8")
+    )
 
 
 def _empty_columns() -> dict[str, list[str]]:
@@ -113,7 +115,7 @@ def bilingual_concepts(
     ``max_word_pairs`` keeps the first that many word pairs per task (the table's order).
     """
     if language_pairs is None:
-        pairs = list(itertools.combinations(BILINGUAL_LANGUAGES, 2))
+        pairs: list[tuple[str, ...]] = list(itertools.combinations(BILINGUAL_LANGUAGES, 2))
     else:
         pairs = [tuple(p.split("-")) if isinstance(p, str) else tuple(p) for p in language_pairs]
     for pair in pairs:
@@ -198,6 +200,7 @@ def load_concepts(path: str | Path) -> dict[str, list[str]]:
     columns = _empty_columns()
     for record in records:
         task = record.get("task") or path.stem
-        _add_row(columns, *(str(record[c]) for c in ("text", "concept", "context")), str(task))
+        text, concept, context = (str(record[c]) for c in ("text", "concept", "context"))
+        _add_row(columns, text, concept, context, str(task))
     validate_concepts(columns, source=str(path))
     return columns

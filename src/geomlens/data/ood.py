@@ -110,9 +110,9 @@ def python_source_chunks(limit: int | None = None, *, min_chars: int = 300) -> l
 def _strip_docstrings(tree: ast.AST) -> None:
     """Drop the docstring statement of the module and of every class and function in place."""
     for node in ast.walk(tree):
-        body = getattr(node, "body", None)
         if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        body = node.body
         first = body[0] if body else None
         if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
             node.body = body[1:] or [ast.Pass()]
@@ -166,7 +166,8 @@ def length_matched_source(tokenizer: Any, lengths: Sequence[int]) -> list[list[i
     chunks = iter(python_source_chunks())
     rows = []
     for length in lengths:
-        text, ids = "", []
+        text = ""
+        ids: list[int] = []
         while len(ids) < length:
             piece = next(chunks, None)
             if piece is None:

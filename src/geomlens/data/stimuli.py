@@ -221,7 +221,7 @@ def render(
         for index, value in enumerate(values):
             texts.append(marked.format(value=value, name=names[index % len(names)]))
             rows.append(coordinates[index])
-    return StimulusSet(name, texts, rows, metric)
+    return StimulusSet(name, texts, _coordinate_array(rows), metric)
 
 
 @cache
@@ -356,14 +356,18 @@ def load_stimuli(path: str | Path, metric: Metric | None = None) -> StimulusSet:
             '{"text": "It happened in the year [[1630]].", "coordinate": 1630}.'
         )
     coordinates = [_read_coordinate(r["coordinate"], path) for r in rows]
-    named = {r.get("metric") for r in rows} - {None, ""}
+    named = {r["metric"] for r in rows if r.get("metric") not in (None, "")}
     if len(named) > 1:
         raise ValueError(f"{path}: the 'metric' column must be the same on every row; got {named}.")
-    if metric is None:
-        metric = (
-            named.pop() if named else ("euclidean" if np.ndim(coordinates[0]) == 1 else "absolute")
-        )
-    return StimulusSet(path.stem, [str(r["text"]) for r in rows], coordinates, metric)
+    chosen: Metric
+    if metric is not None:
+        chosen = metric
+    elif named:
+        chosen = named.pop()
+    else:
+        chosen = "euclidean" if np.ndim(coordinates[0]) == 1 else "absolute"
+    texts = [str(r["text"]) for r in rows]
+    return StimulusSet(path.stem, texts, _coordinate_array(coordinates), chosen)
 
 
 def _read_coordinate(value: Any, path: Path) -> float | list[float]:

@@ -222,7 +222,7 @@ def _feed(
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
-    num_examples = len(data) if sized else data.length
+    num_examples = len(data) if isinstance(data, Dataset) else data.length
     context = RunContext(adapter, num_examples, settings.seed, columns)
     setup_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
     for analysis in analyses:
@@ -245,7 +245,8 @@ def _feed(
                 "with the same data in the same order, or use another checkpoint directory."
             )
 
-    if sized:
+    total: int | None
+    if isinstance(data, Dataset):
         length = len(data) if rows is None else len(rows)
         block = shard.block(-(-length // batch_size))
         total = max(0, min(block.stop * batch_size, length) - block.start * batch_size)

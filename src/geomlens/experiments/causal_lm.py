@@ -65,7 +65,7 @@ def behavioural_choices(
         trials=trials,
         seed=seed,
     )
-    return run(
+    result = run(
         "similarity",
         adapter,
         data,
@@ -74,6 +74,8 @@ def behavioural_choices(
         seed=seed,
         progress=progress,
     )
+    assert isinstance(result, Result)  # one analysis: one Result
+    return result
 
 
 def choice_summary(result: Result) -> dict[str, Any]:
@@ -125,8 +127,9 @@ def gated_mlp_linearisation(
     last = adapter.n_layers - 1
     sites = [f"blocks.{layer}.hook_resid_post" for layer in sorted({deepest, last})]
     data = bilingual_concepts(pairs, max_word_pairs=max_word_pairs)
-    return {
-        mode: run(
+
+    def one(mode: str) -> Result:
+        result = run(
             "linearization-effect",
             adapter,
             data,
@@ -137,8 +140,10 @@ def gated_mlp_linearisation(
             batch_size=batch_size,
             progress=progress,
         )
-        for mode in modes
-    }
+        assert isinstance(result, Result)  # one analysis: one Result
+        return result
+
+    return {mode: one(mode) for mode in modes}
 
 
 def linearisation_summary(result: Result, seed: int = 0) -> dict[str, Any]:
@@ -207,6 +212,8 @@ def lm_loss_cost(
         with adapter.linearize(layers, mode, calibration):
             runs["linearized"] = adapter.capture(inputs, ["logits"])["logits"]
         ids, mask = inputs.input_ids, inputs.attention_mask.bool()
+        if ids is None:
+            raise ValueError("The LM loss needs token ids (a text model's inputs).")
         pairs = (mask[:, :-1] & mask[:, 1:]).to("cpu")
         for condition, logits in runs.items():
             losses = F.cross_entropy(

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from geomlens.data.shapes import SHAPES, ShapesScene, shapes_task
+from geomlens.hooks.inputs import PaddingSide
 
 CHANCE = 1 / len(SHAPES)
 
@@ -78,7 +79,7 @@ def score_shapes(
     first_token: bool = True,
     batch_size: int = 8,
     bins: int = 6,
-    padding_side: str = "left",
+    padding_side: PaddingSide = "left",
 ) -> ShapesOutcome:
     """Run the shapes task on a VLM attached with its processor, in one pass.
 

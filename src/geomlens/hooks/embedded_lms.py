@@ -275,7 +275,7 @@ def _save_dense(gguf: Path, out: Path) -> None:
     )
     # The weights are dense now; without this transformers refuses to save a "GGUF-quantised"
     # model, and a reload would try to quantise again.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # nn.Module types attributes as Tensor | Module
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(out)

@@ -50,7 +50,7 @@ class ModelInputs:
 
         return replace(
             self,
-            attention_mask=move(self.attention_mask),
+            attention_mask=to_device(self.attention_mask, target),
             input_ids=move(self.input_ids),
             position_ids=move(self.position_ids),
             span_mask=move(self.span_mask),
@@ -58,7 +58,9 @@ class ModelInputs:
         )
 
 
-def to_device(values: torch.Tensor | np.ndarray, device: torch.device | str) -> torch.Tensor:
+def to_device(
+    values: torch.Tensor | np.ndarray | int | float, device: torch.device | str
+) -> torch.Tensor:
     """``values`` (a tensor, or host data such as a batch's labels) on ``device``, without
     making the host wait for the device: from the CPU to CUDA the copy goes through pinned
     memory without blocking, since a plain copy from pageable memory waits for the GPU's queue

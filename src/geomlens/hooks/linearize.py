@@ -30,7 +30,7 @@ import contextlib
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -90,6 +90,8 @@ class ActivationTarget:
         """The linearised activation of the pre-activation ``pre`` [..., F]."""
         if mode == "identity":
             return pre
+        if self.x0 is None or self.value_at_x0 is None or self.slope_at_x0 is None:
+            raise LinearizationError("The tangent needs an operating point: set_operating_point.")
         value = self.value_at_x0.to(pre.device, pre.dtype)
         slope = self.slope_at_x0.to(pre.device, pre.dtype)
         return value + slope * (pre - self.x0.to(pre.device, pre.dtype))
@@ -108,10 +110,11 @@ class ActivationTarget:
 # -- finding the activation in each backend -------------------------------------------------------
 
 
-def _hf_blocks(adapter: ModelAdapter) -> torch.nn.Module:
+def _hf_blocks(adapter: ModelAdapter) -> torch.nn.ModuleList:
     blocks = adapter.transformer_blocks()
     if blocks is not None:
-        return blocks
+        # The layer stack: an nn.ModuleList (or Sequential), indexed by layer.
+        return cast(torch.nn.ModuleList, blocks)
     raise LinearizationError(
         f"Linearisation needs a model; a {adapter.backend!r} adapter has none "
         "(recorded activations cannot be re-run). Record the activations under the "
@@ -170,7 +173,9 @@ def _hooked_transformer_target(model: Any, layer: int) -> ActivationTarget:
     return ActivationTarget(layer, mlp.act_fn, f"blocks.{layer}.mlp", mlp=mlp, gated=gated)
 
 
-def activation_targets(adapter: ModelAdapter, layers: Iterable[int]) -> list[ActivationTarget]:
+def activation_targets(
+    adapter: ModelAdapter, layers: int | Iterable[int]
+) -> list[ActivationTarget]:
     """The MLP activation of each layer, or :class:`LinearizationError` saying what was found."""
     if adapter.is_hooked_transformer:
         layers = sorted(set(_check_layers(adapter, layers)))
@@ -189,7 +194,7 @@ def activation_targets(adapter: ModelAdapter, layers: Iterable[int]) -> list[Act
     return targets
 
 
-def _check_layers(adapter: ModelAdapter, layers: Iterable[int]) -> list[int]:
+def _check_layers(adapter: ModelAdapter, layers: int | Iterable[int]) -> list[int]:
     layers = [layers] if isinstance(layers, int) else list(layers)
     n = adapter.n_layers
     if not layers:
@@ -365,7 +370,7 @@ def active_linearizations(adapter: ModelAdapter) -> list[dict[str, Any]]:
 def linearize(
     adapter: ModelAdapter,
     layers: int | Iterable[int],
-    mode: Mode = "identity",
+    mode: str = "identity",  # checked against MODES
     calibration: Any = None,
 ) -> Iterator[list[ActivationTarget]]:
     """Linearise the MLP activation at ``layers`` for forward passes inside the block.

@@ -80,6 +80,7 @@ def _mean_inputs(
     handles = []
     try:
         for target in targets:
+            assert target.module is not None  # module targets hook a module
             # A pre-hook: the capture stops the pass as soon as the module's output is read,
             # before a forward hook would run.
             handles.append(target.module.register_forward_pre_hook(tap(target.layer)))
@@ -148,6 +149,7 @@ def linearize_modules(
     try:
         with contextlib.ExitStack() as stack:
             for site, target in zip(sites, targets):
+                assert target.module is not None  # module targets hook a module
                 handles.append(target.module.register_forward_pre_hook(keep(target)))
                 stack.enter_context(adapter.intervene(site, replace(target)))
             yield targets

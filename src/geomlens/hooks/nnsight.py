@@ -26,7 +26,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from nnsight import NNsight
@@ -247,7 +247,8 @@ class NNsightAdapter(Adapter):
         if self.table.shared_block:  # one module run once per layer
             self._submodule(_join(self._base_path, self.table.layers))
             return configured_layer_count(self.config) or 0
-        return len(self._submodule(_join(self._base_path, self.table.layers)))
+        layers = self._submodule(_join(self._base_path, self.table.layers))
+        return len(cast(torch.nn.ModuleList, layers))  # the layer stack: a ModuleList
 
     def residual_layout(self) -> str | None:
         """How the sub-layer sites compose: ``"sequential"`` (resid_pre + attn_out = resid_mid,
@@ -585,7 +586,8 @@ def load_nnsight(
     # safetensors or torch.load(weights_only=True) (a pickle carrying code is refused).
     safe = {"local_files_only": local_only, "trust_remote_code": trust_remote_code}
     config = AutoConfig.from_pretrained(source, **safe)
-    loader = AutoModelForCausalLM if _is_decoder(config) else AutoModel
+    # transformers' Auto classes share no public base type to annotate with.
+    loader: Any = AutoModelForCausalLM if _is_decoder(config) else AutoModel
     if getattr(config, "is_encoder_decoder", False):
         # Representations are read from the encoder (T5, Flan-T5): its stack alone runs on
         # token ids, where the whole model would also need decoder inputs.

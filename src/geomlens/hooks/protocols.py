@@ -7,7 +7,8 @@ importing the class: no file of ``hooks/`` imports one that imports it back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -25,7 +26,9 @@ class ModelAdapter(Protocol):
     model_id: str
     backend: str
     model: Any
-    device: torch.device
+
+    @property
+    def device(self) -> torch.device: ...
 
     @property
     def n_layers(self) -> int: ...
@@ -52,3 +55,7 @@ class ModelAdapter(Protocol):
     ) -> ModelInputs: ...
 
     def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]: ...
+
+    def intervene(
+        self, site: str, edit: Callable[[torch.Tensor], torch.Tensor]
+    ) -> contextlib.AbstractContextManager[None]: ...

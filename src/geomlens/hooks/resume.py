@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -54,12 +54,13 @@ _OUTPUT_FORM: weakref.WeakKeyDictionary[Adapter, int | None] = weakref.WeakKeyDi
 def _block_list(adapter: Adapter) -> Sequence[torch.nn.Module] | None:
     """The model's blocks, in order, as modules whose forward is called once per pass each."""
     if adapter.is_hooked_transformer:
-        return adapter.model.blocks  # type: ignore[attr-defined]
+        return adapter.model.blocks
     table = getattr(adapter, "table", None)  # nnsight's architecture table
     if table is not None and (table.shared_block or not table.layers):
         return None  # one module run once per layer (ALBERT): it cannot be skipped per layer
     try:
-        return adapter.transformer_blocks()
+        # The layer stack: an nn.ModuleList (or Sequential), indexed by layer.
+        return cast("Sequence[torch.nn.Module] | None", adapter.transformer_blocks())
     except AttributeError:  # a layer list the table names but this module lacks
         return None
 
@@ -124,7 +125,7 @@ def capture_from_layer(
     the same inputs (``resume_site(layer)``). Equal to the full pass; falls back to it where a
     skip could not be exact (module docstring) or ``resid_pre`` is None."""
     blocks = _block_list(adapter) if resid_pre is not None else None
-    if blocks is None or not _can_resume(adapter, sites, layer):
+    if resid_pre is None or blocks is None or not _can_resume(adapter, sites, layer):
         return adapter.capture(inputs, sites)
     resid = resid_pre.to(adapter.device)
     with _blocks_short_circuited(adapter, blocks, layer, resid):

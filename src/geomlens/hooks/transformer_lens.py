@@ -391,6 +391,7 @@ class TransformerLensAdapter(Adapter):
                 pass
             else:
                 if wants_logits:
+                    assert logits is not None  # the pass was asked for its logits
                     for site, edit in self.active_edits:
                         if site == LOGITS_SITE:
                             logits = checked_edit(edit, logits, site)
@@ -487,6 +488,7 @@ def _reroot_on_base_model(prefix: str):
 
     def reroot(adapter: ArchitectureAdapter) -> None:
         mapping = adapter.component_mapping
+        assert mapping is not None  # every bridge architecture adapter maps its components
         for key, component in list(mapping.items()):
             if component.name and component.name.startswith(prefix + "."):
                 component.name = component.name[len(prefix) + 1 :]

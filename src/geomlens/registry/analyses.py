@@ -1,4 +1,4 @@
-"""Compatibility path: the analysis registry moved beside ``Analysis`` (issue 16).
+"""Compatibility path: the analysis registry moved beside ``Analysis``.
 
 ``register_analysis`` and ``ANALYSES`` are in :mod:`geomlens.analyses.registry`,
 ``analysis_class`` and ``list_analyses`` in :mod:`geomlens.analyses.catalog`; new code imports

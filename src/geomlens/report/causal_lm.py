@@ -93,8 +93,7 @@ def quick_note(sae_training: dict[str, Any] | None) -> str:
     if sae_training:
         tokens = sae_training.get("tokens")
         sae = (
-            f"a small quick SAE ({tokens:,} training tokens, cached apart from the full "
-            "report's)"
+            f"a small quick SAE ({tokens:,} training tokens, cached apart from the full report's)"
             if tokens
             else f"a quick SAE (training {sae_training}, cached apart from the full report's)"
         )

@@ -12,11 +12,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from geomlens.report.readings import layer_label, number, per_site
 from geomlens.results import Result, atomic_save_figure
+
+if TYPE_CHECKING:
+    from geomlens.analyses.base import Analysis
 
 #: Resolution of the saved figures.
 FIGURE_DPI = 110
@@ -42,7 +46,7 @@ def save_figure(figure, path: Path) -> Path:
     return path
 
 
-def analysis_figure(analysis: type, result: Result, path: Path) -> Path | None:
+def analysis_figure(analysis: type[Analysis], result: Result, path: Path) -> Path | None:
     """Draw ``result`` through its analysis's ``plot``; None when the analysis has no plot.
 
     The result is first put through a JSON round trip, so the figure shows only what a reader
@@ -215,18 +219,19 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
         v is None or math.isnan(v) for v in needed.values()
     ):
         return None
+    known: dict[str, float] = {k: v for k, v in needed.items() if v is not None}  # all, above
     eps_loss = metrics.get(f"{site}.epsilon_loss", 0.0)
     eta = metrics.get(f"{site}.eta", 0.0)
-    common = {k: needed[k] for k in ("P", "m", "V", "risk")}
+    common = {k: known[k] for k in ("P", "m", "V", "risk")}
     common.update(delta=source.config.get("delta", 0.05), a=source.config.get("smoothing", 0.5))
-    sizes = np.geomspace(10, max(1e6, needed["N"] * 100), 200)
+    sizes = np.geomspace(10, max(1e6, known["N"] * 100), 200)
     totals = [ssd.bound(**common, N=n, eps_loss=eps_loss, eta=eta).total for n in sizes]
     crossing = ssd.crossing_size(**common, eps_loss=eps_loss, eta=eta)
-    used = ssd.bound(**common, N=needed["N"], eps_loss=eps_loss, eta=eta).total
+    used = ssd.bound(**common, N=known["N"], eps_loss=eps_loss, eta=eta).total
     figure, axes = _axes(f"SSD bound at {layer_label(site)}")
     axes.plot(sizes, totals, label="bound U(N)")
-    axes.plot(needed["N"], used, "o", label=f"this run, N = {number(needed['N'])}")
-    axes.axhline(math.log2(needed["V"]), color="k", linestyle="--", label="log2 V (guessing)")
+    axes.plot(known["N"], used, "o", label=f"this run, N = {number(known['N'])}")
+    axes.axhline(math.log2(known["V"]), color="k", linestyle="--", label="log2 V (guessing)")
     if math.isfinite(crossing):
         axes.axvline(crossing, color="tab:red", linestyle="-.", label=f"N* = {number(crossing)}")
     axes.set_xscale("log")
@@ -238,7 +243,7 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
         "The bound certifies the model's loss on new text from its sparse proxy; it shrinks like "
         "1/√N with the number of held-out sequences N and is useful once below log2 V.",
         f"With this run's pool and losses it reaches that line at N* = {number(crossing)} "
-        f"sequences; this run used N = {number(needed['N'])}.",
+        f"sequences; this run used N = {number(known['N'])}.",
     ]
     return TheoryFigure("Sparse semantic dimension bound", path.name, words)
 

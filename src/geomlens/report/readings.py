@@ -71,7 +71,7 @@ def _extremes(values: dict[str, float]) -> tuple[str, str]:
     finite = {k: v for k, v in values.items() if not math.isnan(v)}
     if not finite:
         return "", ""
-    return max(finite, key=finite.get), min(finite, key=finite.get)
+    return max(finite, key=finite.__getitem__), min(finite, key=finite.__getitem__)
 
 
 @reading("activation-stats")
@@ -87,7 +87,7 @@ def _activation_stats(result: Result) -> list[str]:
         f"{number(norms[sites[-1]])} at {layer_label(sites[-1])} (× {number(growth)}): "
         "this is the scale the other analyses' representations live at."
     ]
-    worst = max(dead, key=dead.get) if dead else None
+    worst = max(dead, key=dead.__getitem__) if dead else None
     # A residual-stream dimension has no activation function: one that stays negative on every
     # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:

@@ -37,6 +37,7 @@ from geomlens.report.plan import (
     plan_passes,
     planned_name,
 )
+from geomlens.results import Result
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
 REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE
@@ -90,6 +91,7 @@ def _run_pass(
         if len(report_pass.analyses) == 1:
             raise
     else:  # each result's provenance says what it cost (see geomlens.engine.analysis_cost)
+        assert isinstance(results, dict)  # a list of analyses gives {name: Result}
         for result in results.values():
             result.provenance["data"] = report_pass.description
         return [
@@ -101,12 +103,13 @@ def _run_pass(
         started = time.perf_counter()
         fresh = type(analysis)(analysis.config)
         try:
-            result = run(fresh, adapter, report_pass.dataset, **run_options)
+            single = run(fresh, adapter, report_pass.dataset, **run_options)
         except Exception as error:  # recorded in the report; the other analyses go on
             outcomes.append(outcome(analysis.name, error=_error_text(error)))
         else:
-            result.provenance["data"] = report_pass.description
-            outcomes.append(outcome(analysis.name, result=result))
+            assert isinstance(single, Result)  # one analysis gives one Result
+            single.provenance["data"] = report_pass.description
+            outcomes.append(outcome(analysis.name, result=single))
         outcomes[-1].seconds = time.perf_counter() - started
     return outcomes
 
@@ -218,7 +221,7 @@ def run_causal_lm_section(
         section.unavailable = str(error).splitlines()[0]
         return section
     load_seconds = time.perf_counter() - started
-    planned = []
+    planned: list[PlannedAnalysis] = []
     for spec in CAUSAL_LM_ANALYSES:
         analysis = build_analysis(spec.name, quick, adapter, spec.run_options(adapter, quick))
         if spec.data is None:
@@ -330,7 +333,7 @@ def build_report(
             seed=seed,
             progress=progress,
         )
-    provenance = {
+    provenance: dict[str, Any] = {
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
         "model": adapter.describe(),

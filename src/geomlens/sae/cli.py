@@ -1,4 +1,4 @@
-"""Compatibility path: this module moved to :mod:`geomlens.cli.sae` (issue 16).
+"""Compatibility path: this module moved to :mod:`geomlens.cli.sae`.
 
 Importing the old path gives the new module itself, so old imports (and monkeypatching through
 them) keep working. Code inside geomlens imports the new path; see tests/test_layers.py.

@@ -77,7 +77,7 @@ class TrainingConfig:
 #: The encoder default (MiniLM's README numbers come from it): :class:`TrainingConfig` as it is.
 ENCODER_TRAINING = TrainingConfig()
 
-#: The default for causal LMs (issue 18), for SmolLM2-135M at its middle block, where the encoder
+#: The default for causal LMs, for SmolLM2-135M at its middle block, where the encoder
 #: default's 312 steps left ε̂_loss near 1 bit with most latents dead. Every captured token is
 #: kept in one buffer (``rows_per_chunk`` covers the corpus) and trained on for about 2 500
 #: reshuffled steps: on a CPU the forward passes cost far more than the SAE's steps. In the
@@ -100,7 +100,7 @@ def default_training(is_causal_lm: bool) -> tuple[TrainingConfig, str]:
     """The default :class:`TrainingConfig` for a model, and its name for notes and provenance:
     the causal-LM recipe for a causal LM, the encoder default otherwise."""
     if is_causal_lm:
-        return CAUSAL_LM_TRAINING, "causal-LM default (issue 18)"
+        return CAUSAL_LM_TRAINING, "causal-LM default"
     return ENCODER_TRAINING, "encoder default"
 
 

@@ -153,7 +153,7 @@ def alpha_from_nu(nu: ArrayLike) -> np.ndarray | float:
     """Abstraction ``α = (1 − ν)/(1 + ν)`` from the inverse SNR ``ν ≥ 0`` (``ν = ∞`` → −1)."""
     ratio = np.asarray(nu, dtype=float)
     if np.any(np.isnan(ratio)) or np.any(ratio < 0.0):
-        raise ValueError(f"expected an inverse SNR nu >= 0, got {nu}")
+        raise ValueError(f"expected an inverse SNR nu >= 0, got {str(nu)}")
     with np.errstate(invalid="ignore"):
         alpha = np.where(np.isinf(ratio), -1.0, (1.0 - ratio) / (1.0 + ratio))
     return float(alpha) if alpha.ndim == 0 else alpha
@@ -186,7 +186,7 @@ def clock(a: ArrayLike, depth: int = 1) -> np.ndarray:
     _check_depth(depth)
     values = np.asarray(a, dtype=float)
     if np.any(np.isnan(values)) or np.any(values < 0.0):
-        raise ValueError(f"expected a >= 0, got {a}")
+        raise ValueError(f"expected a >= 0, got {str(a)}")
     with np.errstate(divide="ignore"):
         return _clock_of_log(np.log(values), depth)
 
@@ -569,7 +569,7 @@ def _log_mode_trajectory(
     input_modes = np.atleast_1d(_nonnegative(lambda_x, "lambda_x"))
     moments = np.asarray(times, dtype=float).ravel()
     if np.any(np.isnan(moments)) or np.any(moments < 0.0):
-        raise ValueError(f"expected times >= 0, got {times}")
+        raise ValueError(f"expected times >= 0, got {str(times)}")
     with np.errstate(divide="ignore"):
         log_start = np.log(gamma * input_modes) + depth * np.log(kappa)
     start = _clock_of_log(log_start, depth)
@@ -668,14 +668,14 @@ def _nonnegative(values: ArrayLike, name: str, shape: tuple[int, ...] | None = N
     if shape is not None and array.shape != shape:
         raise ValueError(f"expected {name} of shape {shape}, got {array.shape}")
     if not np.all(np.isfinite(array)) or np.any(array < 0.0):
-        raise ValueError(f"expected finite {name} >= 0, got {values}")
+        raise ValueError(f"expected finite {name} >= 0, got {str(values)}")
     return array
 
 
 def _alpha_array(values: ArrayLike, name: str) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     if np.any(np.isnan(array)) or np.any(np.abs(array) > 1.0):
-        raise ValueError(f"expected {name} in [-1, 1], got {values}")
+        raise ValueError(f"expected {name} in [-1, 1], got {str(values)}")
     return array
 
 

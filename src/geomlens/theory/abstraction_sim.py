@@ -44,7 +44,9 @@ def two_factor_data(eigenvalues: ArrayLike, dim: int, seed: int = 0) -> np.ndarr
     """
     spectrum = np.asarray(eigenvalues, dtype=float)
     if spectrum.shape != (4,) or not np.all(np.isfinite(spectrum)) or np.any(spectrum < 0.0):
-        raise ValueError(f"expected four finite eigenvalues >= 0 (G, S, C, SC), got {eigenvalues}")
+        raise ValueError(
+            f"expected four finite eigenvalues >= 0 (G, S, C, SC), got {str(eigenvalues)}"
+        )
     if dim < 4:
         raise ValueError(f"expected dim >= 4 so that the four modes fit, got {dim}")
     frame, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, 4)))

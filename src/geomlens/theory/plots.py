@@ -402,7 +402,7 @@ def _define_symbols(axes: Axes, *definitions: str, loc: str = "outside") -> None
 
 
 def _legend(axes: Axes) -> None:
-    loc = getattr(axes, "_geomlens_legend_loc", "best")
+    loc: Any = getattr(axes, "_geomlens_legend_loc", "best")  # a location matplotlib takes
     if loc == "outside":
         axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7)
     else:

@@ -262,7 +262,8 @@ def pareto_front(num: int = 201, *, n: int = 2, delta: float = 0.0) -> Front:
     if not isinstance(num, (int, np.integer)) or num < 2:
         raise ValueError(f"num must be an integer >= 2 (points on the front); got {num!r}")
     b = np.linspace(0.0, 1.0, num)
-    return Front(b, p_similarity(b, n, delta), p_identification(b, n, delta))
+    p_s, p_i = p_similarity(b, n, delta), p_identification(b, n, delta)
+    return Front(b, np.asarray(p_s), np.asarray(p_i))  # arrays already: b is an array
 
 
 def similarity_optimum(n: int = 2, delta: float = 0.0) -> FrontPosition:
@@ -345,7 +346,8 @@ def linear_decay_front(num: int = 201) -> Front:
     if not isinstance(num, (int, np.integer)) or num < 2:
         raise ValueError(f"num must be an integer >= 2 (points on the front); got {num!r}")
     b = np.linspace(0.0, 1.0, num)
-    return Front(b, *linear_decay_circle(b))
+    p_s, p_i = linear_decay_circle(b)
+    return Front(b, np.asarray(p_s), np.asarray(p_i))  # arrays already: b is an array
 
 
 # --------------------------------------------------------------------------------------------

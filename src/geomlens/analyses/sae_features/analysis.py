@@ -320,7 +320,7 @@ class SAEFeatures(Analysis):
         """The output under the splice at ``site`` for the batch's ``rows`` (``inputs``),
         computed from the SAE's block on (the blocks before it are unchanged; their output is
         in the batch)."""
-        adapter = self.context.adapter
+        adapter = self._run_context().adapter
         output = self.output_site
         assert output is not None
         layer = layer_of(site) or 0
@@ -339,7 +339,7 @@ class SAEFeatures(Analysis):
         mask: torch.Tensor,
         conditions: np.ndarray,
     ) -> None:
-        adapter = self.context.adapter
+        adapter = self._run_context().adapter
         output = self.output_site
         assert output is not None
         # Calibration rows only build the pool: the spliced passes read the other rows only.
@@ -363,6 +363,8 @@ class SAEFeatures(Analysis):
         if self.loss_kind == SMOOTHED_BITS:
             state.vocab_size = int(clean.shape[-1])
             ids = inputs.input_ids
+            if ids is None:
+                raise ValueError("The smoothed-bits loss needs token ids (a text model's inputs).")
             model_loss, predicted = smoothed_bits_per_sequence(
                 clean, ids, mask, self.config.smoothing
             )

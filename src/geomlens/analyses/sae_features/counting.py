@@ -142,8 +142,10 @@ class ConditionStats:
         self.settle()
         if self.tokens_content == 0 or self.input_sum is None:
             return math.nan
-        total = self.input_sq - float(self.input_sum @ self.input_sum) / self.tokens_content
-        return 1.0 - self.residual_sq / total if total > 0 else math.nan
+        total = float(self.input_sq) - float(self.input_sum @ self.input_sum) / int(
+            self.tokens_content
+        )
+        return 1.0 - float(self.residual_sq) / total if total > 0 else math.nan
 
 
 def _host(parts: list[torch.Tensor]) -> np.ndarray:
@@ -203,12 +205,13 @@ class SiteState:
             self.conditions.setdefault(name, ConditionStats()).merge(stats)
         self.vocab_size = self.vocab_size or other.vocab_size
         if other.fired is not None:
+            assert isinstance(other.fired, np.ndarray)  # settled above
             self.fired = other.fired.copy() if self.fired is None else self.fired | other.fired
 
     @property
     def pool(self) -> np.ndarray:
         self.settle()
-        return self.first_seen != NEVER
+        return np.asarray(self.first_seen != NEVER)
 
 
 def pack_bits(bits: torch.Tensor) -> torch.Tensor:
@@ -306,6 +309,8 @@ def _first_calibration_tokens(
     Row r's tokens are numbered from ``calibration_tokens`` + the lengths of the rows before
     it, so the earliest use over all rows is the minimum of those numbers (kept on the
     device)."""
+    # on_device() made first_seen a device tensor before counting.
+    assert isinstance(state.first_seen, torch.Tensor)
     starts = state.calibration_tokens + lengths.cumsum(0) - lengths  # [n]
     position = (mask.long().cumsum(-1) - 1).clamp(min=0)  # [n, T]: a real token's number
     first = used.to(torch.uint8).argmax(1)  # [n, m]: first position where each is active

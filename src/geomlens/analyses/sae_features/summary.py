@@ -4,6 +4,7 @@ interval, the SAE's quality, and the SSD bound."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,9 @@ from geomlens.analyses.sae_features.config import (
 )
 from geomlens.analyses.sae_features.counting import (
     ConditionStats,
+    Count,
     SiteState,
+    Total,
     pool_growth,
     pool_mismatch,
 )
@@ -114,7 +117,7 @@ def condition_counts(
     tables: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
     """k both ways, lengths and excluded tokens of one condition; its ``ood`` table row."""
-    ways = {
+    ways: dict[str, tuple[Sequence[float], Sequence[float], Total, Count]] = {
         "all": (stats.mean_k, stats.max_k, stats.k_sum, stats.tokens),
         "content": (
             stats.mean_k_content, stats.max_k_content, stats.k_sum_content,
@@ -127,7 +130,7 @@ def condition_counts(
             "mean_k": _nanmean(means),
             "max_k": float(np.nanmax(maxima)) if np.isfinite(maxima).any() else math.nan,
             "mean_max_k": _nanmean(maxima),
-            "token_mean_k": k_sum / tokens if tokens else math.nan,
+            "token_mean_k": float(k_sum) / int(tokens) if tokens else math.nan,
         }
         for metric, value in values.items():
             metrics[f"{site}.{metric}_{way}.{name}"] = value
@@ -174,14 +177,14 @@ def add_aurocs(
     stratified bootstrap interval (``geomlens.stats.auroc_interval``)."""
     from geomlens.stats import auroc, auroc_interval
 
-    scores = {
+    scores: dict[tuple[str, str], tuple[Sequence[float], Sequence[float]]] = {
         ("mean", "all"): (heldout.mean_k, stats.mean_k),
         ("max", "all"): (heldout.max_k, stats.max_k),
         ("mean", "content"): (heldout.mean_k_content, stats.mean_k_content),
         ("max", "content"): (heldout.max_k_content, stats.max_k_content),
     }
-    for (score, way), (negatives, positives) in scores.items():
-        negatives, positives = _finite(negatives), _finite(positives)
+    for (score, way), (scores_out, scores_in) in scores.items():
+        negatives, positives = _finite(scores_out), _finite(scores_in)
         if len(negatives) == 0 or len(positives) == 0:
             continue
         value = float(auroc(negatives, positives))
@@ -218,7 +221,7 @@ def add_quality(
     heldout = state.conditions.get(HELDOUT)
     if heldout is not None and heldout.tokens_content:
         metrics[f"{site}.explained_variance"] = heldout.explained_variance
-        metrics[f"{site}.l0"] = heldout.k_sum_content / heldout.tokens_content
+        metrics[f"{site}.l0"] = float(heldout.k_sum_content) / int(heldout.tokens_content)
     if state.fired is not None:
         dead = int((~state.fired).sum())
         metrics[f"{site}.dead_latents"] = float(dead)
@@ -260,11 +263,14 @@ def add_bound(
     common["a"] = config.smoothing
     pool_form = ssd_theory.bound(P=P, N=len(losses), eta=eta, **common)
     pool_star = ssd_theory.crossing_size(P=P, eta=eta, **common)
-    k = heldout.k_sum / heldout.tokens
+    k = float(heldout.k_sum) / int(heldout.tokens)
     predicted = int(losses[:, 3].sum())
     released = ssd_theory.released_bound(k=k, N=predicted, **common)
     released_star = ssd_theory.released_crossing_size(k=k, **common)
-    forms = {"pool": (pool_form, pool_star), "released": (released, released_star)}
+    forms: dict[str, tuple[ssd_theory.SSDBound | ssd_theory.ReleasedCodeBound, float]] = {
+        "pool": (pool_form, pool_star),
+        "released": (released, released_star),
+    }
     for form, (terms, star) in forms.items():
         metrics[f"{site}.bound.{form}"] = terms.total
         metrics[f"{site}.n_star.{form}"] = star
@@ -307,11 +313,11 @@ def headline_first(metrics: dict[str, float]) -> dict[str, float]:
     return dict(sorted(metrics.items(), key=lambda item: rank(item[0])))
 
 
-def _nanmean(values: list[float]) -> float:
+def _nanmean(values: Sequence[float]) -> float:
     finite = _finite(values)
     return float(finite.mean()) if len(finite) else math.nan
 
 
-def _finite(values: list[float]) -> np.ndarray:
+def _finite(values: Sequence[float]) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     return array[np.isfinite(array)]
