@@ -49,7 +49,9 @@ torch.set_num_threads(1)  # tiny models run fastest on one thread
 # (weights, config, tokenizer, `trainer_state.json`); `gl.series` reads them in step order.
 
 # %%
-run = two_factor_lm.train(two_factor_lm.TinyLMConfig(layers=3, steps=STEPS, checkpoints=CHECKPOINTS), "lm-run")
+run = two_factor_lm.train(
+    two_factor_lm.TinyLMConfig(layers=3, steps=STEPS, checkpoints=CHECKPOINTS), "lm-run"
+)
 print(f"{len(run)} checkpoints; loss {run[1]['loss']:.2f} → {run[-1]['loss']:.2f}")
 series = gl.series("lm-run")
 series
@@ -60,8 +62,11 @@ print(data["text"][:2], data["text"][-2:])
 fast = {"n_bootstrap": 200, "n_shuffles": 20}
 sweeps = {
     backend: gl.sweep(
-        ["abstraction", "ccgp"], gl.series("lm-run", backend=backend), data,
-        out=f"lm-sweep-{backend}", **fast,
+        ["abstraction", "ccgp"],
+        gl.series("lm-run", backend=backend),
+        data,
+        out=f"lm-sweep-{backend}",
+        **fast,
     )  # fmt: skip
     for backend in ("nnsight", "transformer-lens")
 }

@@ -257,12 +257,12 @@ def toy_network_command(
 
 def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
     try:
-        values = tuple(float(v) for v in text.split(","))
+        values = [float(v) for v in text.split(",")]
     except ValueError:
         raise ValueError(f"{flag} takes four numbers G,S,C,SC; got {text!r}") from None
     if len(values) != 4 or any(v < 0 for v in values):
         raise ValueError(f"{flag} takes four numbers >= 0, G,S,C,SC; got {text!r}")
-    return values  # type: ignore[return-value]
+    return values[0], values[1], values[2], values[3]
 
 
 def _seed_list(text: str) -> list[int]:
