@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from geomlens.dynamics.overlay import site_layer
+from geomlens.dynamics.trajectory import HEADLINES
 from geomlens.results import atomic_save_figure
 
 
@@ -29,8 +30,9 @@ def draw_analysis(
     rows = [r for r in outcome.rows if r["analysis"] == analysis and r["value"] is not None]
     if not rows:
         return None
-    metric = rows[0]["metric"]
-    task = rows[0]["task"]
+    present = {r["metric"] for r in rows}
+    metric = next((m for m in HEADLINES.get(analysis, ()) if m in present), rows[0]["metric"])
+    task = next(r["task"] for r in rows if r["metric"] == metric)
     rows = [r for r in rows if r["metric"] == metric and r["task"] == task]
     sites = sorted({r["site"] for r in rows}, key=lambda s: (site_layer(s) or -1, s))
     seeds = sorted({r["seed"] for r in rows}, key=lambda s: -1 if s is None else s)
@@ -51,15 +53,18 @@ def draw_analysis(
                 left.fill_between(times, lows, highs, color=colour, alpha=0.15, lw=0)
             exact = [r["theory_exact"] for r in mine]
             if index == 0 and all(v is not None for v in exact) and mine:
-                left.plot(times, exact, "--", color="k", lw=0.8,
-                          label="exact theory" if site == sites[-1] else None)  # fmt: skip
+                label = "exact theory" if site == sites[-1] else None
+                left.plot(times, exact, "--", color="k", lw=0.8, label=label)
     theory = record.get("theory", {})
     exact_summary = theory.get("exact")
     if isinstance(exact_summary, Mapping) and "alpha_max" in exact_summary and metric == "alpha":
         left.axhline(exact_summary["alpha_infinity"], color="grey", ls=":", lw=0.8, label="α∞")
         if exact_summary.get("peak_resolved"):
             left.axhline(exact_summary["alpha_max"], color="C3", ls=":", lw=0.8, label="α_max")
-    _time_axis(left, [r["time"] for r in rows], record.get("time", "auto"))
+    clock = record.get("time", "auto") != "step" and any(
+        "time" in c for c in record.get("series", {}).get("checkpoints", [])
+    )
+    _time_axis(left, [r["time"] for r in rows], clock)
     left.set_ylabel(metric)
     left.legend(fontsize=7, loc="best")
     toy = theory.get("toy_front")
@@ -68,7 +73,7 @@ def draw_analysis(
     elif len([s for s in sites if site_layer(s) is not None]) < 2 and any(
         r["residual_exact"] is not None for r in rows
     ):
-        _residual_panel(right, rows, record.get("time", "auto"))
+        _residual_panel(right, rows, clock)
     else:
         _layer_panel(right, rows, sites, metric)
     depth = len({site_layer(s) for s in sites if site_layer(s) is not None}) or len(sites)
@@ -89,27 +94,36 @@ def draw_analysis(
     return path
 
 
-def _time_axis(axis: Any, times: Sequence[float], time: str) -> None:
+def _time_axis(axis: Any, times: Sequence[float], clock: bool) -> None:
+    """Label the x axis, show t = 0, and go symmetric-log when the times span decades."""
     positive = [t for t in times if t > 0]
-    axis.set_xlabel("Σ learning rate (time t)" if time in ("auto", "lr-sum") and any(
-        not float(t).is_integer() for t in times) else "training step")  # fmt: skip
+    axis.set_xlabel("Σ learning rate (time t)" if clock else "training step")
     if positive and max(positive) / min(positive) > 100:
         axis.set_xscale("symlog", linthresh=min(positive))
     axis.set_xlim(left=0)
 
 
-def _residual_panel(axis: Any, rows: Sequence[Mapping[str, Any]], time: str) -> None:
+def _residual_panel(axis: Any, rows: Sequence[Mapping[str, Any]], clock: bool) -> None:
     """Measured minus exact theory against time (gradient descent's O(lr) gap to the flow)."""
     mine = sorted((r for r in rows if r["residual_exact"] is not None), key=lambda r: r["time"])
     axis.plot([r["time"] for r in mine], [r["residual_exact"] for r in mine], "-", color="C3")
     axis.axhline(0, color="grey", lw=0.5)
-    _time_axis(axis, [r["time"] for r in mine], time)
+    _time_axis(axis, [r["time"] for r in mine], clock)
     axis.set_ylabel("measured − exact")
 
 
 def _front_panel(axis: Any, points: Sequence[Mapping[str, Any]]) -> None:
-    """(p_S, p_I) of every checkpoint, coloured by step, on the linear-decay front."""
+    """(p_S, p_I) of every checkpoint, coloured by step, on the linear-decay front, and the
+    distance to that front in an inset against the step."""
     from geomlens.theory import resolution
+
+    inset = axis.inset_axes((0.12, 0.62, 0.4, 0.33))
+    for seed in dict.fromkeys(p["seed"] for p in points):
+        mine = [p for p in points if p["seed"] == seed]
+        inset.plot([p["step"] for p in mine], [p["front_distance"] for p in mine], lw=0.8)
+    inset.set_title("distance to the front", fontsize=7)
+    inset.tick_params(labelsize=6)
+    inset.set_xlim(left=0)
 
     front = resolution.linear_decay_front(401)
     axis.plot(front.p_s, front.p_i, "k-", lw=1, label="linear-decay front (Prop. 1)")
