@@ -135,5 +135,14 @@ def test_hub_revisions_load_offline_and_record_the_commit(tiny_lm_run, tmp_path,
     hub = gl.series("geomlens-test/tiny", revisions=["step0", "step46"])
     assert [c.step for c in hub] == [0, 46]
     assert hub.weights_digest(hub[1]) == "commit:" + commits["step46"]
+    from geomlens.experiments.two_factor_lm import concept_data
+
+    outcome = gl.sweep(
+        "abstraction", hub, concept_data(), out=tmp_path / "sweep", progress=False,
+        n_bootstrap=0, n_shuffles=0,
+    )  # fmt: skip
+    result = outcome.results["step46"]["abstraction"]
+    assert result.provenance["model_source"]["commit"] == commits["step46"]
+    assert result.provenance["sweep"]["weights"] == "commit:" + commits["step46"]
     with pytest.raises(ValueError, match="local folder"):
         gl.load(str(tiny_lm_run / "checkpoint-0"), revision="main")
