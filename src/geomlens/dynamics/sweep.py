@@ -127,7 +127,13 @@ def sweep(
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     configs, own_options = _resolve_options(names, options)
     level, exact = _theory_level(theory, names, checkpoints)
-    data_digest = _data_digest(data)
+    # Without data, the first analysis's shipped data (as `geomlens run` does), made from the
+    # first checkpoint loaded; its digest names the analysis and its options.
+    data_digest = (
+        _data_digest(data)
+        if data is not None
+        else "default:" + _digest([names[0], configs[names[0]]["config"]])
+    )
     folder = Path(out).expanduser() if out is not None else None
     if folder is not None:
         _check_out(folder, checkpoints)
@@ -181,6 +187,10 @@ def sweep(
                 continue
             started = clock.perf_counter()
             adapter = checkpoints.load(checkpoint)
+            if data is None:
+                data = gl.analysis_class(names[0])(
+                    **_options_of(names[0], configs, own_options)
+                ).default_data(adapter)
             chosen = {
                 k: v
                 for k, v in own_options.items()
@@ -283,6 +293,12 @@ def _takes_option(names: Sequence[str], option: str) -> bool:
     )
 
 
+def _options_of(
+    name: str, configs: Mapping[str, Mapping[str, Any]], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k in configs[name]["fields"]}
+
+
 class _Keys:
     """The cache key of (checkpoint, analysis); the weights digest is computed once each."""
 
@@ -312,8 +328,6 @@ def _digest(value: Any) -> str:
 
 def _data_digest(data: Any) -> str:
     """A digest of the data's content (arrays by their bytes); a file by its bytes."""
-    if data is None:
-        return "default"
     if isinstance(data, (str, os.PathLike)) and Path(data).is_file():
         return "file:" + hashlib.sha256(Path(data).read_bytes()).hexdigest()
     try:

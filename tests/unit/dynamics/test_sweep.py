@@ -152,3 +152,14 @@ def test_modules_in_memory_sweep_without_a_folder():
     )
     assert [r["step"] for r in outcome.rows] == [0, 1, 2]
     assert outcome.out is None and len(outcome.measured) == 3
+
+
+def test_without_data_the_first_analysiss_shipped_data(tiny_lm_run):
+    from geomlens.data.concepts import english_concepts
+
+    outcome = gl.sweep(
+        "abstraction", gl.series(tiny_lm_run, every=23), progress=False, figures=False, **FAST
+    )
+    tasks = {r["task"] for r in outcome.rows}
+    assert tasks == set(english_concepts()["task"])
+    assert {r["checkpoint"] for r in outcome.rows} == {"checkpoint-0", "checkpoint-46"}
