@@ -16,7 +16,7 @@ def smollm2_folder() -> str:
     model cache (made once: the first use on a fresh machine takes ~30-60 s, the workers of
     `pytest -n` wait for each other on a file lock). Tests load from it with gl.load(folder) or
     gl.load("smollm2-135m-instruct") (both under a second once cached)."""
-    from geomlens.hooks.embedded_lms import EMBEDDED_LMS, resolve_embedded
+    from geomlens.models.embedded_lms import EMBEDDED_LMS, resolve_embedded
 
     return resolve_embedded(EMBEDDED_LMS["smollm2-135m-instruct"]).source
 

@@ -13,7 +13,7 @@ from geomlens.engine.feed import (
     stream,
     union_sites,
 )
-from geomlens.hooks.batches import batch_indices
+from geomlens.inputs.batches import batch_indices
 
 __all__ = [
     "FeedSummary",

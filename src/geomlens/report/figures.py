@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from geomlens.atomic_files import atomic_save_figure
 from geomlens.report.readings import layer_label, number, per_site
-from geomlens.results import Result, atomic_save_figure
+from geomlens.results import Result
 
 #: Resolution of the saved figures.
 FIGURE_DPI = 110

@@ -24,7 +24,7 @@ from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
 from geomlens.analyses.catalog import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset, select_rows
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
 QUICK_ROWS = 64

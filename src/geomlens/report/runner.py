@@ -208,7 +208,7 @@ def run_causal_lm_section(
     ``unavailable`` with the one-line reason, which the page shows; the encoder report is
     still written and its exit status is not changed by it.
     """
-    from geomlens.hooks.attach import load
+    from geomlens.models.attach import load
 
     section = CausalLMSection(model)
     started = time.perf_counter()
@@ -293,7 +293,7 @@ def build_report(
     ``out/causal-lm/``; ``causal_lm`` names another causal LM for it, or ``"none"``.
     """
     from geomlens.engine import library_versions
-    from geomlens.hooks.attach import attach, load
+    from geomlens.models.attach import attach, load
     from geomlens.report.page import write_report
 
     names = list(analyses) if analyses else builtin_analyses()
