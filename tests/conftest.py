@@ -28,3 +28,21 @@ def smollm2(smollm2_folder):
     import geomlens as gl
 
     return gl.load("smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The bundled all-MiniLM-L6-v2 (``gl.load()``), shared by the session: read it, never edit
+    its weights or leave a hook on it."""
+    import geomlens as gl
+
+    return gl.load()
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_folder(tmp_path_factory):
+    """A tiny random GPT-2 saved as a Hugging Face folder (for the CLI's ``--model PATH``)."""
+    from helpers.saved_models import saved_model
+    from helpers.tiny_models import tiny_gpt2
+
+    return saved_model(tmp_path_factory.mktemp("tiny-gpt2"), tiny_gpt2)

@@ -468,11 +468,6 @@ runner = CliRunner()
 PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\|")
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    return saved_model(tmp_path_factory.mktemp("tiny-gpt2"), tiny_gpt2)
-
-
 def jsonl(folder: Path, rows: list[dict]) -> str:
     path = folder / "data.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -582,8 +577,8 @@ CLI_CASES += [
 @pytest.mark.parametrize(
     ("name", "arguments", "fragments"), CLI_CASES, ids=[c[0] for c in CLI_CASES]
 )
-def test_cli_bad_input_is_one_line_exit_2(name, arguments, fragments, model_dir, tmp_path):
-    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
+def test_cli_bad_input_is_one_line_exit_2(name, arguments, fragments, tiny_gpt2_folder, tmp_path):
+    done = runner.invoke(gl_cli_app(), arguments(str(tiny_gpt2_folder), tmp_path))
     assert done.exit_code == 2, done.output
     # Progress bars (ours, transformers' weight loading) also go to stderr; the rest is the error.
     lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
@@ -631,12 +626,12 @@ def _interrupt(*args, **kwargs):
     ],
     ids=["report", "sae train"],
 )  # fmt: skip
-def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, model_dir, tmp_path,
+def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, tiny_gpt2_folder, tmp_path,
                                                monkeypatch):  # fmt: skip
     import importlib
 
     monkeypatch.setattr(importlib.import_module(module), function, _interrupt)
-    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
+    done = runner.invoke(gl_cli_app(), arguments(str(tiny_gpt2_folder), tmp_path))
     assert done.exit_code == 130, done.output
     lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
     assert len(lines) == 1 and lines[0].startswith(said), done.stderr

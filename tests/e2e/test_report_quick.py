@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
-import geomlens as gl
 from geomlens.cli import app
 from geomlens.data.prompts import choice_prompts
 from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, QUICK_LANGUAGE_PAIRS
@@ -17,11 +15,6 @@ from geomlens.report.plan import QUICK_OPTIONS, build_analysis, quick_subset
 from geomlens.sae.cache import cache_entry
 from geomlens.sae.config import TrainingConfig, default_corpus_name
 from geomlens.sae.training import cache_key
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return gl.load()
 
 
 def test_quick_reuses_a_cached_full_size_sae(minilm, tmp_path, monkeypatch):

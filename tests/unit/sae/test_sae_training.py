@@ -7,7 +7,6 @@ not the quality of the SAE.
 
 import json
 
-import pytest
 import torch
 from sae_lens import SAE
 from typer.testing import CliRunner
@@ -30,11 +29,6 @@ TEXTS = gl.data.as_dataset(
     ]
     * 6
 )
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return gl.load()
 
 
 def test_activation_batches_come_from_the_engine_pass(minilm):
