@@ -51,7 +51,7 @@ FLOORS: tuple[Floor, ...] = (
         "engine/",
         (
             "the run: one pass feeding every analysis (feed.py), checkpoints,",
-            "data-parallel shards, run defaults, benchmark harness",
+            "data-parallel shards, benchmark harness",
         ),
     ),
     Floor(

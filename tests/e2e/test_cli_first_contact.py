@@ -158,7 +158,7 @@ def test_json_list_of_strings_is_accepted_and_the_source_recorded(tmp_path, tiny
     assert result["provenance"]["trust_remote_code"] is False
     assert result["metrics"]["blocks.0.hook_resid_post.rows"] == 3.0
     # Same defaults as the Python API: one place for both.
-    from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+    from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
     assert result["provenance"]["batch_size"] == DEFAULT_BATCH_SIZE
     assert result["provenance"]["max_length"] == DEFAULT_MAX_LENGTH

@@ -26,7 +26,6 @@ from geomlens.analyses.catalog import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
 from geomlens.engine.checkpoint import Checkpoint, Progress, RowDigest
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.engine.distributed import (
     SINGLE_PROCESS,
     Shard,
@@ -36,6 +35,8 @@ from geomlens.engine.distributed import (
 )
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.inputs.batches import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_LENGTH,
     BatchRows,
     batch_indices,
     capture_batch,

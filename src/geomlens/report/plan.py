@@ -142,7 +142,7 @@ def first_paragraph(function: Any) -> str:
 def default_data_description(cls: type[Analysis]) -> str:
     """What ``cls`` runs on when given no data, in words: the first paragraph of its
     ``default_data`` docstring (the base class's: the bundled corpus)."""
-    from geomlens.engine.defaults import DEFAULT_CORPUS_SIZE
+    from geomlens.data.corpus import DEFAULT_CORPUS_SIZE
 
     method = cls.default_data
     if method is Analysis.default_data:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geomlens.analyses.catalog import analysis_class
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
