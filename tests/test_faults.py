@@ -21,7 +21,7 @@ from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
 from typer.testing import CliRunner
 
 import geomlens as gl
-from geomlens.hooks.base import count_torch_hooks
+from geomlens.models.adapter import count_torch_hooks
 from geomlens.registry import list_analyses
 
 SITE = "blocks.1.hook_resid_post"

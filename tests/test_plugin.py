@@ -88,7 +88,7 @@ def test_example_plugin_merge_into_an_empty_side_copies(plugin_path):
         "import numpy as np, torch, geomlens as gl\n"
         "from geomlens.data.dataset import as_dataset\n"
         "from geomlens.engine import stream\n"
-        "from geomlens.hooks.recorded import RecordedAdapter\n"
+        "from geomlens.models.recorded import RecordedAdapter\n"
         "from geomlens_anisotropy import Anisotropy\n"
         "x = np.random.default_rng(2).normal(size=(20, 5))\n"
         "adapter = RecordedAdapter({'blocks.0.hook_resid_post': x})\n"

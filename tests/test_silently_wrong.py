@@ -124,7 +124,7 @@ def test_resume_after_the_weights_changed_in_the_same_folder_is_refused(tmp_path
 
 
 def test_the_weights_fingerprint_sees_a_permutation_of_rows():
-    from geomlens.hooks.fingerprint import weights_fingerprint
+    from geomlens.models.fingerprint import weights_fingerprint
 
     model, tokenizer = tiny_gpt2()
     adapter = gl.attach(model, tokenizer=tokenizer)

@@ -15,7 +15,7 @@ from helpers.tiny_models import tiny_gpt2
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
 from geomlens.data.streaming import StreamedData, stream_file
-from geomlens.hooks.base import count_torch_hooks
+from geomlens.models.adapter import count_torch_hooks
 
 
 @pytest.fixture(scope="module")

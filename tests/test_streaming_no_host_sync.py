@@ -11,7 +11,7 @@ import torch
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
 from geomlens.engine import stream
-from geomlens.hooks.recorded import RecordedAdapter
+from geomlens.models.recorded import RecordedAdapter
 from geomlens.stats import StreamingMoments
 
 SITE = "blocks.0.hook_resid_post"
@@ -169,7 +169,7 @@ def test_concept_and_sae_states_stay_on_the_device_until_finalize():
     from geomlens.analyses.abstraction import Abstraction
     from geomlens.analyses.ccgp import CCGP
     from geomlens.analyses.sae_features.counting import SiteState, count_active
-    from geomlens.hooks.content_tokens import TokenSelection
+    from geomlens.inputs.content_tokens import TokenSelection
 
     rng = np.random.default_rng(2)
     activations = torch.as_tensor(rng.normal(size=(24, 5, 4)), dtype=torch.float32)

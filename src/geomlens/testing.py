@@ -35,7 +35,7 @@ from geomlens.analyses.plotting import has_plot
 from geomlens.data.dataset import Dataset
 from geomlens.engine import prepare_data, run, stream
 from geomlens.engine.distributed import from_bytes, to_bytes
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 #: Relative tolerance of "the same result" for merged and resumed runs (sums in another order).

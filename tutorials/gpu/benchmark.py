@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.atomic_files import atomic_write_text
 from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
@@ -35,7 +36,6 @@ from geomlens.engine.benchmarking import (
     interleaved,
     labelled_corpus,
 )
-from geomlens.results import atomic_write_text
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:

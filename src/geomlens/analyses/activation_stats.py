@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 from geomlens.stats import StreamingMoments
 

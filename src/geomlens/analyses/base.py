@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from geomlens.analyses.option_types import check_option_types
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.inputs import ModelInputs
-from geomlens.hooks.pooling import pool_tokens
+from geomlens.inputs.encoding import ModelInputs
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 

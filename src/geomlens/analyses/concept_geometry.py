@@ -25,9 +25,9 @@ from geomlens.analyses.alpha_scores import pairwise_alpha as pairwise_alpha  # r
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
 from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
-from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.inputs import to_device
-from geomlens.hooks.pooling import pool_tokens
+from geomlens.inputs.encoding import to_device
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.models.adapter import Adapter, layer_of
 from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.

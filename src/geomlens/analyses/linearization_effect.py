@@ -37,15 +37,15 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
     task_rng,
 )
-from geomlens.hooks.base import LOGITS_SITE, Adapter, layer_of
-from geomlens.hooks.linearize import (
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.interventions.linearize import (
     MODES,
     activation_targets,
     active_linearizations,
     mean_pre_activations,
 )
-from geomlens.hooks.pooling import pool_tokens
-from geomlens.hooks.resume import capture_from_layer, resume_site_for
+from geomlens.interventions.resume import capture_from_layer, resume_site_for
+from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
 from geomlens.results import Result
 
 CONDITIONS = ("base", "linearized")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from geomlens.results import Result, atomic_save_figure
+from geomlens.atomic_files import atomic_save_figure
+from geomlens.results import Result
 
 if TYPE_CHECKING:
     from geomlens.analyses.base import Analysis

@@ -13,7 +13,7 @@ different texts of the same stimulus (``g0_across_texts``).
 ⟨b⟩ and Var(b) are the ball measures at the half-width, and the regime is read from ⟨b⟩
 (with the share of bootstrap resamples that agree). The fitted g and the measured similarity
 matrix (negative similarities set to 0, as a ReLU does, so that the Luce rule applies) give
-the theory's and the empirical (p_S, p_I) through :func:`geomlens.theory.resolution.evaluate`,
+the theory's and the empirical (p_S, p_I) through :func:`geomlens.theory.finite_sets.evaluate`,
 with its method (exact or Monte Carlo), trials and standard errors recorded; the empirical
 point's distance to the universal front is reported. Every number describes the model, the
 stimulus range and the centring together (table ``scale_depends_on``). See docs/similarity.md.
@@ -52,6 +52,7 @@ from geomlens.analyses.similarity import (
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
+from geomlens.theory.finite_sets import evaluate
 
 __all__ = [
     "FAMILIES",
@@ -354,14 +355,14 @@ class Resolution(Similarity):
             # so its point compares with the empirical one. The Luce rule needs g >= 0: a
             # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
             fitted = chosen.g()
-            predicted = theory.evaluate(
+            predicted = evaluate(
                 measured.distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol
             )
         else:  # no resolution scale: nothing for the theory to place
             mean_b = var_b = b_low = b_high = agreement = nan
             regime = "none"
             predicted = None
-        empirical = theory.evaluate(
+        empirical = evaluate(
             measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
         )
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)

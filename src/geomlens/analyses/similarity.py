@@ -12,7 +12,7 @@ of a stimulus set, thousands at most) and builds the matrix in ``finalize``; all
 captured in one pass.
 
 Behavioural mode (``mode="behavioural"``, generative models): each row is a multiple-choice
-prompt (see :func:`geomlens.data.stimuli.choice_prompts`); the next-token logits of the option
+prompt (see :func:`geomlens.data.prompts.choice_prompts`); the next-token logits of the option
 tokens, renormalised over the options, give the choice probabilities D_i, from which p_S^n and
 p_I^n are measured directly and g is recovered up to scale (see
 :mod:`geomlens.analyses.choices`).
@@ -29,9 +29,10 @@ from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
 from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
-from geomlens.data.stimuli import Metric, parse_metric, years
+from geomlens.data.distances import Metric, parse_metric
+from geomlens.data.stimuli import years
 from geomlens.formatting import distance_unit
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")

@@ -29,7 +29,7 @@ from geomlens.cli.options import (
     SeedOption,
     TrustRemoteCodeOption,
 )
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def _parse_option(text: str) -> tuple[str, Any]:

@@ -19,8 +19,8 @@ import torch
 from geomlens.analyses import catalog
 from geomlens.data.corpus import stdlib_paragraphs
 from geomlens.data.dataset import Dataset, as_dataset
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.batches import dataset_batches, encoded_batches
+from geomlens.inputs.batches import dataset_batches, encoded_batches
+from geomlens.models.adapter import Adapter
 
 
 def builtin_analyses() -> list[str]:

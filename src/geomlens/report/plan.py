@@ -24,7 +24,7 @@ from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
 from geomlens.analyses.catalog import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset, select_rows
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
 QUICK_ROWS = 64
@@ -142,7 +142,7 @@ def first_paragraph(function: Any) -> str:
 def default_data_description(cls: type[Analysis]) -> str:
     """What ``cls`` runs on when given no data, in words: the first paragraph of its
     ``default_data`` docstring (the base class's: the bundled corpus)."""
-    from geomlens.engine.defaults import DEFAULT_CORPUS_SIZE
+    from geomlens.data.corpus import DEFAULT_CORPUS_SIZE
 
     method = cls.default_data
     if method is Analysis.default_data:

@@ -33,10 +33,10 @@ from geomlens.analyses.sae_features.splicing import (
     smoothed_bits_per_sequence,
 )
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
-from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.content_tokens import TokenSelection, select_tokens, special_token_ids
-from geomlens.hooks.inputs import ModelInputs, to_device
-from geomlens.hooks.resume import capture_from_layer, resume_site_for
+from geomlens.inputs.content_tokens import TokenSelection, select_tokens, special_token_ids
+from geomlens.inputs.encoding import ModelInputs, to_device
+from geomlens.interventions.resume import capture_from_layer, resume_site_for
+from geomlens.models.adapter import Adapter, layer_of
 from geomlens.results import Result
 
 __all__ = ["SAEFeatures"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from geomlens.hooks.inputs import to_device
+from geomlens.inputs.encoding import to_device
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (``reconstruct`` is the
 #: analysis's own).
