@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 
 import geomlens as gl
 from geomlens.analyses.option_types import OptionTypeError, OptionValueError
+from geomlens.analyses.registry import UnknownNameError
 from geomlens.hooks.base import UnknownSiteError
 from geomlens.hooks.finite_check import NonFiniteActivationError
 from geomlens.hooks.linearize import LinearizationError
-from geomlens.registry import UnknownNameError
 from geomlens.theory import abstraction, resolution, ssd
 
 SITE = "blocks.0.hook_resid_post"

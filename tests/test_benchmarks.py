@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.recipes import tiny_sae
 from helpers.tiny_models import tiny_gpt2
+
+from geomlens.analyses.example_rows import tiny_sae
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 

@@ -10,7 +10,7 @@ top to bottom (a floor may import its own floor and every floor below it)::
     engine/
     analyses/  sae/
     hooks/
-    data/  registry/  theory/  results.py  stats.py   (theory/ imports nothing of geomlens)
+    data/  theory/  results.py  stats.py   (theory/ imports nothing of geomlens)
 
 Old module paths that users import are kept as compatibility shims (each one replaces itself by
 the new module); they are listed below by name, may point anywhere, and no code in the package
@@ -44,7 +44,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("geomlens.hooks",),
     (
         "geomlens.data",
-        "geomlens.registry",
         "geomlens.theory",
         "geomlens.plain_state",
         "geomlens.results",
@@ -73,14 +72,11 @@ COMPATIBILITY_SHIMS = {
     "geomlens.sae.cli": "geomlens.cli.sae",
     "geomlens.scaffold.cli": "geomlens.cli.scaffold",
     "geomlens.theory.cli": "geomlens.cli.theory",
-    # The analysis registry's names, looked up on first use from geomlens.analyses.
-    "geomlens.registry": "geomlens.analyses.registry",
-    "geomlens.registry.analyses": "geomlens.analyses.registry",
 }
 
 #: Of the shims above, those that are packages holding real code too: their own module is exempt,
-#: but other code may import them (for the code they hold, e.g. geomlens.registry.Registry).
-SHIMS_WITH_CODE = {"geomlens.registry"}
+#: but other code may import them (for the code they hold).
+SHIMS_WITH_CODE: set[str] = set()
 
 _MODULE_STRING = re.compile(r"geomlens(\.\w+)+(:\w+)?")
 #: Names whose string value looks like a module but is not one (the plugins' entry-point group).
@@ -262,21 +258,9 @@ def test_every_compatibility_shim_gives_the_new_module():
     import importlib
 
     for old, new in COMPATIBILITY_SHIMS.items():
-        if old in SHIMS_WITH_CODE or old == "geomlens.registry.analyses":
+        if old in SHIMS_WITH_CODE:
             continue
         assert importlib.import_module(old) is importlib.import_module(new), old
-
-
-def test_the_old_registry_names_still_resolve():
-    import geomlens.registry
-    import geomlens.registry.analyses
-    from geomlens.analyses.catalog import analysis_class
-    from geomlens.analyses.registry import ANALYSES, register_analysis
-
-    assert geomlens.registry.ANALYSES is ANALYSES
-    assert geomlens.registry.register_analysis is register_analysis
-    assert geomlens.registry.analyses.analysis_class is analysis_class
-    assert geomlens.registry.list_analyses() == ANALYSES.names()
 
 
 def _scratch_copy(tmp_path: Path) -> Path:

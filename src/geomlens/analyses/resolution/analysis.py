@@ -53,6 +53,10 @@ from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 __all__ = [
     "FAMILIES",
     "HALF_WIDTH",
@@ -211,6 +215,9 @@ class Resolution(Similarity):
     """
 
     name = "resolution"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = ResolutionConfig
     config: ResolutionConfig
