@@ -621,7 +621,23 @@ def example_subject(
     adapter: Adapter,
     other_backends: Mapping[str, Adapter] | None = None,
 ) -> Subject:
-    """The subject of ``analysis``'s own example (its ``example`` attribute)."""
+    """The subject of ``analysis``'s own example (its ``example`` attribute), made once per
+    analysis and adapters (so the checks of one analysis share its one pass)."""
+    key = (analysis, id(adapter), tuple(id(a) for a in (other_backends or {}).values()))
+    if key not in _EXAMPLE_SUBJECTS:
+        _EXAMPLE_SUBJECTS[key] = _example_subject(analysis, adapter, other_backends)
+    return _EXAMPLE_SUBJECTS[key]
+
+
+#: Example subjects made so far (see :func:`example_subject`).
+_EXAMPLE_SUBJECTS: dict[tuple[Any, ...], Subject] = {}
+
+
+def _example_subject(
+    analysis: type[Analysis],
+    adapter: Adapter,
+    other_backends: Mapping[str, Adapter] | None = None,
+) -> Subject:
     example = analysis.example
     if example is None:
         raise CheckSkipped(f"{analysis.__name__} has no example (set its example attribute)")

@@ -96,3 +96,56 @@ def test_a_newcomers_folder_passes_every_contract_check(tmp_path):
     assert list(outcome) == [check.name for check in CHECKS]
     assert outcome.pop("cross-backend").startswith("skipped: no adapter")
     assert set(outcome.values()) == {"passed"}, outcome
+
+
+def _python_blocks(text: str, heading: str) -> list[str]:
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_plugins_page_register_example_leaves_the_builtins_alone():
+    """docs/plugins.md's ``@register_analysis`` example runs as written: it registers its own
+    name, and every built-in still answers to its names."""
+    import geomlens as gl
+    from geomlens.analyses.registry import ANALYSES
+
+    plugins = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    (block,) = _python_blocks(plugins, "## 9. Registering without an entry point")
+    before = {name: gl.analysis_class(name) for name in builtin_analyses()}
+    namespace: dict = {}
+    try:
+        exec(compile(block, "docs/plugins.md", "exec"), namespace)
+        registered = gl.analysis_class("mean-token-norm")
+        assert registered.__name__ == "MeanTokenNorm"
+        assert {name: gl.analysis_class(name) for name in before} == before
+        assert gl.analysis_class("stats") is before["activation-stats"]
+    finally:
+        ANALYSES._entries.pop("mean-token-norm", None)
+
+
+def test_the_plugins_page_check_analysis_example_defines_what_it_calls():
+    """Every name docs/plugins.md's contract snippets call is imported or defined there (no
+    undefined ``tiny_model()``)."""
+    import ast
+    import builtins
+
+    plugins = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    for block in _python_blocks(plugins, "## 8. The analysis contract"):
+        tree = ast.parse(block)
+        defined = set(dir(builtins))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+                defined |= {a.arg for a in node.args.args} if hasattr(node, "args") else set()
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.add(node.id)
+            elif isinstance(node, ast.Lambda):
+                defined |= {a.arg for a in node.args.args}
+            elif isinstance(node, ast.comprehension):
+                defined |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        used = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        assert used <= defined, sorted(used - defined)
