@@ -278,7 +278,9 @@ def _check_no_host_read_per_batch(subject: Subject) -> None:
         )
 
 
-def _check_nan_at_padding_ignored(subject: Subject) -> None:
+def _poisoned_run(subject: Subject, batch_size: int) -> tuple[Result, int]:
+    """A run in which every padded position of every captured activation is NaN, and how many
+    activations were poisoned."""
     instance = subject.make()
     own_update = instance.update
     poisoned = [0]
@@ -289,11 +291,8 @@ def _check_nan_at_padding_ignored(subject: Subject) -> None:
         if bool(padding.any()):
             activations = {}
             for site, value in batch.activations.items():
-                if (
-                    value.dim() >= 3
-                    and tuple(value.shape[:2]) == tuple(mask.shape)
-                    and (value.is_floating_point())
-                ):
+                shaped = value.dim() >= 3 and tuple(value.shape[:2]) == tuple(mask.shape)
+                if shaped and value.is_floating_point():
                     value = value.masked_fill(padding[..., None], math.nan)
                     poisoned[0] += 1
                 activations[site] = value
@@ -302,12 +301,23 @@ def _check_nan_at_padding_ignored(subject: Subject) -> None:
 
     instance.update = update  # type: ignore[method-assign]
     torch.manual_seed(subject.seed)
-    result = run(instance, subject.adapter, subject.dataset, **subject.settings)
-    if not poisoned[0]:
-        raise CheckSkipped("the data's batches have no padded position (texts of one length)")
+    result = run(instance, subject.adapter, subject.dataset,
+                 **{**subject.settings, "batch_size": batch_size})  # fmt: skip
     assert isinstance(result, Result)
+    return result, poisoned[0]
+
+
+def _check_nan_at_padding_ignored(subject: Subject) -> None:
+    result, poisoned = _poisoned_run(subject, subject.batch_size)
+    if poisoned:
+        expected = subject.whole
+    else:  # batches of texts of one length: one batch of every row has padding
+        result, poisoned = _poisoned_run(subject, subject.rows)
+        expected = subject.run(batch_size=subject.rows)
+    if not poisoned:
+        raise CheckSkipped("no batch of the data has a padded position (texts of one length)")
     subject.same("nan-at-padding-ignored", "a run with NaN at every padded position", result,
-                 MERGE_TOLERANCE)  # fmt: skip
+                 MERGE_TOLERANCE, expected)  # fmt: skip
 
 
 def _modules(adapter: Adapter) -> list[torch.nn.Module]:
@@ -678,13 +688,19 @@ def run_check(
     adapter: Adapter,
     other_backends: Mapping[str, Adapter] | None = None,
 ) -> None:
-    """Run one ``check`` on ``analysis``'s example under pytest: a skip carries its reason."""
+    """Run one ``check`` on ``analysis``'s example under pytest: a skip carries its reason, and
+    a failure the example declares (``Example.known_failures``) is an expected failure."""
     import pytest
 
+    known = analysis.example.known_failures.get(check.name) if analysis.example else None
     try:
         check(example_subject(analysis, adapter, other_backends))
     except CheckSkipped as reason:
         pytest.skip(f"{check.name}: {reason}")
+    except AnalysisContractError as error:
+        if known is None:
+            raise
+        pytest.xfail(f"{check.name}: {known} ({error})")
 
 
 def assert_same_results(got: Any, expected: Any, tolerance: float = MERGE_TOLERANCE) -> None:

@@ -13,7 +13,6 @@ Formulas: docs/abstraction.md.
 from __future__ import annotations
 
 import math
-
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
