@@ -9,7 +9,7 @@ from geomlens.analyses.reading_words import (
     number,
     per_site,
     site_row,
-)  # fmt: skip
+)
 from geomlens.results import Result
 
 

@@ -9,7 +9,7 @@ from geomlens.analyses.reading_words import (
     number,
     per_site,
     percent,
-)  # fmt: skip
+)
 from geomlens.results import Result
 
 

@@ -9,7 +9,7 @@ from geomlens.analyses.reading_words import (
     interval,
     layer_label,
     number,
-)  # fmt: skip
+)
 from geomlens.results import Result
 
 

@@ -11,7 +11,7 @@ from geomlens.analyses.reading_words import (
     number,
     per_site,
     share_percent,
-)  # fmt: skip
+)
 from geomlens.results import Result
 from geomlens.theory.resolution import regime
 

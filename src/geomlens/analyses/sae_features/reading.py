@@ -8,7 +8,7 @@ from geomlens.analyses.reading_words import (
     layer_label,
     number,
     per_site,
-)  # fmt: skip
+)
 from geomlens.results import Result
 
 

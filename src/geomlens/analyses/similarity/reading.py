@@ -9,7 +9,7 @@ from geomlens.analyses.reading_words import (
     layer_label,
     missing,
     number,
-)  # fmt: skip
+)
 from geomlens.results import Result
 
 
