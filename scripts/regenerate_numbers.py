@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"running {', '.join(missing)} (not in the report)", file=sys.stderr)
                 results.update(run_analyses([], runs=missing, **options))
         else:
-            from geomlens.report.plan import builtin_analyses
+            from geomlens.analyses.registry import builtin_analyses
 
             names = needed_analyses(keys, registry)
             results = run_analyses(

@@ -1,5 +1,6 @@
 """Data-parallel runs: a 2-process gloo job on CPU gives the single-process result (metrics
-within 1e-6, tables equal) for every built-in analysis, on sized and streamed data."""
+within 1e-6, tables equal) for every built-in analysis's example, on sized and streamed data
+(the contract's ``two-processes`` check runs any analysis's sized example, tests/contract/)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import socket
 import pytest
 import torch.multiprocessing as mp
 from helpers.distributed_worker import run_recipes
-from helpers.recipes import RECIPES, assert_same_results
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
+from geomlens.analyses.registry import analysis_class, builtin_analyses
 from geomlens.engine.distributed import Shard
+from geomlens.testing import assert_same_results
 
 
 def free_port() -> int:
@@ -38,9 +40,12 @@ def adapter():
     return gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
 
 
-@pytest.mark.parametrize("name", sorted(RECIPES))
+STATS = analysis_class("activation-stats").example
+
+
+@pytest.mark.parametrize("name", builtin_analyses())
 def test_two_ranks_equal_one_process(name, two_process_results, adapter):
-    recipe = RECIPES[name]
+    recipe = analysis_class(name).example
     expected = gl.run(name, adapter, recipe.rows(), **recipe.run_options())
     for kind in ("sized", "streamed"):
         got = gl.Result.from_json(two_process_results / f"{name}.{kind}.json")
@@ -52,17 +57,17 @@ def test_two_ranks_equal_one_process(name, two_process_results, adapter):
 def test_each_rank_checkpoints_its_own_shard(two_process_results, adapter):
     files = sorted(p.name for p in (two_process_results / "ckpt").iterdir())
     assert files == ["state-rank0-of-2.pt", "state-rank1-of-2.pt"]
-    expected = gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(), batch_size=3)
+    expected = gl.run("activation-stats", adapter, STATS.rows(), batch_size=3)
     got = gl.Result.from_json(two_process_results / "checkpointed.json")
     assert_same_results(got, expected)
     # One process cannot resume a 2-rank checkpoint: it would skip the other rank's rows.
     with pytest.raises(ValueError, match="another number of ranks"):
-        gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(), batch_size=3,
+        gl.run("activation-stats", adapter, STATS.rows(), batch_size=3,
                checkpoint=two_process_results / "ckpt")  # fmt: skip
 
 
 def test_two_ranks_resume_an_interrupted_stream(two_process_results, adapter):
-    expected = gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(), batch_size=3)
+    expected = gl.run("activation-stats", adapter, STATS.rows(), batch_size=3)
     got = gl.Result.from_json(two_process_results / "resumed.json")
     assert_same_results(got, expected)
     files = sorted(p.name for p in (two_process_results / "interrupted").iterdir())
@@ -99,7 +104,7 @@ def test_torchrun_cli_equals_one_process(tmp_path, adapter):
     hf_model, tokenizer = tiny_gpt2()
     hf_model.save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")
-    rows = RECIPES["activation-stats"].rows()
+    rows = STATS.rows()
     data = tmp_path / "rows.jsonl"
     data.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
     out = tmp_path / "out" / "result.json"
@@ -126,7 +131,7 @@ def test_device_map_and_max_memory_pass_through_to_loading(tmp_path):
     hf_model, tokenizer = tiny_gpt2()
     hf_model.save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")
-    rows = RECIPES["activation-stats"].rows()
+    rows = STATS.rows()
     expected = gl.run("activation-stats", gl.load(tmp_path / "tiny"), rows, batch_size=4)
     placed = gl.load(tmp_path / "tiny", device_map="cpu", max_memory={"cpu": "1GiB"})
     assert_same_results(gl.run("activation-stats", placed, rows, batch_size=4), expected)

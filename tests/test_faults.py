@@ -5,6 +5,7 @@ unchanged, every module's train/eval mode as it was, and no file behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Iterator
@@ -13,16 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.builtin_analyses import BUILT_IN, uncovered_built_ins
 from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_gpt2, tiny_hooked_transformer, tiny_tokenizer
-from sae_lens.saes.sae import SAEMetadata
-from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
 from typer.testing import CliRunner
 
 import geomlens as gl
+from geomlens.analyses.registry import builtin_analyses
 from geomlens.models.adapter import count_torch_hooks
-from geomlens.registry import list_analyses
 
 SITE = "blocks.1.hook_resid_post"
 WORDS = ["king", "queen", "man", "woman", "cat", "dog", "boy", "girl"]
@@ -46,17 +44,13 @@ def rows() -> list[dict]:
 
 
 def options(name: str) -> dict:
-    """Small settings per analysis (the faults stop every run before its finalise)."""
-    if name == "sae-features":
-        sae = StandardSAE(
-            StandardSAEConfig(d_in=32, d_sae=16, metadata=SAEMetadata(hook_name=SITE))
-        )
-        return {"sae": sae}
-    if name == "linearization-effect":
-        return {"layers": [0], "site": SITE}
-    if name == "activation-stats":
-        return {"site": SITE}
-    return {"site": SITE}
+    """The analysis's example options, at the site the example names (the faults stop every run
+    before its finalise, so the example's small settings serve)."""
+    cls = gl.analysis_class(name)
+    chosen = cls.example.analysis_options()
+    if "site" in {f.name for f in dataclasses.fields(cls.Config)}:
+        chosen["site"] = cls.example.site
+    return chosen
 
 
 def make_model(backend: str) -> tuple[gl.Adapter, torch.nn.Module]:
@@ -152,15 +146,10 @@ def interrupt_on_forward(model: torch.nn.Module, at_call: int):
     return block.register_forward_hook(hook)
 
 
-ANALYSES = BUILT_IN
+ANALYSES = builtin_analyses()
 # TransformerLens both ways: its own HookedTransformer, and a Hugging Face model bridged.
 BACKENDS = ("nnsight", "hooked-transformer", "bridge")
 FAULTS = ("update", "source", "interrupt")
-
-
-def test_every_built_in_analysis_is_covered():
-    assert uncovered_built_ins() == [], "add them to tests/helpers/builtin_analyses.py"
-    assert set(BUILT_IN) <= set(list_analyses())
 
 
 @pytest.mark.parametrize("fault", FAULTS)

@@ -2,7 +2,7 @@ import pytest
 from helpers.minimal_analysis import register_minimal_analysis
 
 import geomlens as gl
-from geomlens.registry import Registry, UnknownNameError
+from geomlens.analyses.registry import Registry, UnknownNameError
 
 
 def test_lookup_by_name_and_alias():
@@ -79,15 +79,24 @@ def _refuse(obj):
     raise TypeError(f"{obj!r} is not callable")
 
 
-def test_the_builtins_are_declared_once_and_read_from_there():
-    from geomlens.analyses.registry import BUILTINS
-    from geomlens.engine.benchmarking import builtin_analyses as benchmarked
-    from geomlens.report.plan import builtin_analyses as reported
+def test_the_builtins_are_the_folders_that_declare_an_analysis():
+    from pathlib import Path
 
-    names = [builtin.name for builtin in BUILTINS]
-    assert reported() == benchmarked() == names
-    for builtin in BUILTINS:
-        cls = gl.analysis_class(builtin.name)
-        assert cls.name == builtin.name and f"{cls.__module__}".startswith("geomlens.analyses.")
-        for alias in builtin.aliases:
+    import geomlens.analyses
+    from geomlens.analyses.registry import builtin_analyses, walk_builtins
+
+    folders = sorted(
+        p.parent.name
+        for p in Path(geomlens.analyses.__file__).parent.glob("*/__init__.py")
+        if "ANALYSIS = " in p.read_text(encoding="utf-8")
+    )
+    found = list(walk_builtins())
+    assert sorted(cls.__module__.split(".")[2] for cls in found) == folders
+    assert builtin_analyses() == sorted(cls.name for cls in found)  # the report's run order
+    for cls in found:
+        assert gl.analysis_class(cls.name) is cls
+        for alias in cls.aliases:
             assert gl.analysis_class(alias) is cls
+    assert gl.analysis_class("stats") is gl.analysis_class("activation_stats")
+    assert gl.analysis_class("ssd") is gl.analysis_class("sae_features")
+    assert gl.analysis_class("linearization_effect").name == "linearization-effect"

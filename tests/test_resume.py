@@ -1,14 +1,15 @@
 """Checkpoint and resume: a run interrupted after some batches and resumed gives the result of
-an uninterrupted run, for every built-in analysis; other arguments or other data are refused."""
+an uninterrupted run (for every analysis: the contract's ``resume`` check, tests/contract/);
+other arguments or other data are refused."""
 
 from __future__ import annotations
 
 import pytest
-from helpers.recipes import RECIPES, assert_same_results, corpus_rows
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
+from geomlens.analyses.example_rows import corpus_rows
 
 
 @pytest.fixture(scope="module")
@@ -26,25 +27,6 @@ def rows_then_failure(rows, fail_at):
         if number == fail_at:
             raise Interrupted(f"stopped at row {number}")
         yield row
-
-
-@pytest.mark.parametrize("name", sorted(RECIPES))
-def test_interrupted_source_resumes_to_the_uninterrupted_result(name, adapter, tmp_path):
-    recipe = RECIPES[name]
-    rows = recipe.rows()
-    options = recipe.run_options()
-    expected = gl.run(name, adapter, rows, **options)
-    checkpoint = tmp_path / "ckpt"
-    fail_at = 3 * recipe.batch_size + 1  # three batches done, the fourth never completes
-    with pytest.raises(Interrupted):
-        gl.run(name, adapter, rows_then_failure(rows, fail_at), checkpoint=checkpoint,
-               checkpoint_every=2, **options)  # fmt: skip
-    assert (checkpoint / "state-rank0-of-1.pt").exists()
-    resumed = gl.run(
-        name, adapter, iter(rows), checkpoint=checkpoint, checkpoint_every=2, **options
-    )
-    assert_same_results(resumed, expected, tolerance=1e-9)
-    assert resumed.provenance["num_examples"] == len(rows)
 
 
 def test_an_analysis_failing_mid_run_resumes(adapter, tmp_path):

@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers.recipes import RECIPES
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
+from geomlens.analyses.registry import analysis_class
+from geomlens.testing import first_difference
 
 SITE = "blocks.1.hook_resid_post"
 BACKENDS = ("nnsight", "transformer-lens")
@@ -24,17 +25,13 @@ def _adapter(backend: str):
 
 
 def _options(name: str) -> dict:
-    recipe = RECIPES[name]
-    return {**recipe.run_options(), "site": SITE, "batch_size": 4}
+    example = analysis_class(name).example
+    return {**example.run_options(), "site": SITE, "batch_size": 4}
 
 
 def _assert_same_metrics(got: gl.Result, expected: gl.Result) -> None:
-    assert set(got.metrics) == set(expected.metrics)
-    for key, value in expected.metrics.items():
-        if math.isnan(value):
-            assert math.isnan(got.metrics[key]), key
-        else:
-            assert got.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    problem = first_difference(got, expected, tolerance=1e-9)
+    assert problem is None, problem
 
 
 # --- 2. A NaN or Inf at a padded position never reaches a statistic ---------------------------
@@ -47,7 +44,7 @@ def _assert_same_metrics(got: gl.Result, expected: gl.Result) -> None:
 )
 def test_a_non_finite_value_at_padded_positions_changes_no_metric(backend, name, poison):
     adapter = _adapter(backend)
-    rows = RECIPES[name].rows()
+    rows = analysis_class(name).example.rows()
     half = len(rows) // 2  # interleave the halves so that batches mix texts of other lengths
     rows = [row for pair in zip(rows[:half], rows[half:]) for row in pair] + rows[2 * half :]
     clean = gl.run(name, adapter, rows, **_options(name))
@@ -99,7 +96,7 @@ def test_resume_after_the_weights_changed_in_the_same_folder_is_refused(tmp_path
     from helpers.saved_models import saved_model
 
     folder = saved_model(tmp_path / "model", tiny_gpt2)
-    rows = [{"text": row["text"]} for row in RECIPES["activation-stats"].rows()]
+    rows = [{"text": row["text"]} for row in analysis_class("activation-stats").example.rows()]
 
     def then_stop(items):
         for number, row in enumerate(items):
@@ -170,7 +167,7 @@ def trained_entry(tmp_path_factory):
     model, tokenizer = tiny_gpt2()
     adapter = gl.attach(model, tokenizer=tokenizer)
     config = TrainingConfig(d_sae=16, tokens=256, batch_tokens=128, rows_per_chunk=8, max_length=16)
-    texts = [row["text"] for row in RECIPES["activation-stats"].rows()] * 3
+    texts = [row["text"] for row in analysis_class("activation-stats").example.rows()] * 3
     cache = tmp_path_factory.mktemp("sae-cache")
 
     def ask(cache_dir=cache, on=adapter):

@@ -9,13 +9,15 @@ import json
 import numpy as np
 import pytest
 import torch
-from helpers.recipes import RECIPES, assert_same_results, builtin_analyses, corpus_rows
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
 from geomlens.analyses.activation_stats import ActivationStats
+from geomlens.analyses.example_rows import corpus_rows
+from geomlens.analyses.registry import analysis_class, builtin_analyses
 from geomlens.data.streaming import StreamedData, stream_file
 from geomlens.models.adapter import count_torch_hooks
+from geomlens.testing import assert_same_results
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +31,11 @@ def write_jsonl(path, rows):
     return path
 
 
-def test_every_builtin_analysis_has_a_recipe():
-    missing = sorted(set(builtin_analyses()) - set(RECIPES))
-    assert not missing, f"add a recipe to tests/helpers/recipes.py for {missing}"
-
-
-@pytest.mark.parametrize("name", sorted(RECIPES))
+@pytest.mark.parametrize("name", builtin_analyses())
 def test_streamed_sources_equal_a_list(name, model, tmp_path):
     datasets = pytest.importorskip("datasets")
     _, adapter = model
-    recipe = RECIPES[name]
+    recipe = analysis_class(name).example
     rows = recipe.rows()
 
     def go(data):

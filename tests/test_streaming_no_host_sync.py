@@ -1,6 +1,8 @@
 """The GPU path: the engine's loop and activation-stats' update never read a device value back
 to the host per batch. Checked on PyTorch's ``meta`` device, where tensors have shapes but no
-values, so any ``.item()``, ``bool(tensor)``, ``.cpu()`` or boolean-mask selection fails."""
+values, so any ``.item()``, ``bool(tensor)``, ``.cpu()`` or boolean-mask selection fails. That
+every analysis's own update reads nothing back is the contract's ``no-host-read-per-batch``
+check (tests/contract/)."""
 
 from __future__ import annotations
 
@@ -96,71 +98,6 @@ def test_pooled_rows_stay_on_the_device_until_finalize():
     real.add_coordinates(np.array([2, 0, 1]), np.array([5.0, 3.0, 4.0]))
     stimuli = real.stimuli("site")
     np.testing.assert_array_equal(stimuli.vectors, values[[1, 2, 0]].double().numpy())
-
-
-#: Every way a tensor's values come back to the host (a GPU waits for its queue at each).
-HOST_READS = ("cpu", "numpy", "item", "tolist", "__float__", "__int__", "__bool__", "__index__",
-              "__array__")  # fmt: skip
-#: The second forward passes inside some updates: the model's code, not the analysis's.
-MODEL_PASSES = (
-    "geomlens.analyses.linearization_effect.capture_from_layer",
-    "geomlens.analyses.sae_features.analysis.capture_from_layer",
-)
-
-
-@pytest.fixture(scope="module")
-def tiny_adapter():
-    from helpers.tiny_models import tiny_gpt2
-
-    hf_model, tokenizer = tiny_gpt2()
-    return gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["abstraction", "ccgp", "linearization-effect", "similarity", "resolution", "sae-features"],
-)
-def test_updates_read_nothing_back_to_the_host(name, tiny_adapter, monkeypatch):
-    """Each analysis's own update (not the engine, not the model's passes) calls none of
-    HOST_READS on any tensor in a whole run of its recipe; finalize reads what it needs."""
-    from helpers.recipes import RECIPES
-
-    from geomlens.analyses.catalog import analysis_class
-
-    reads: list[str] = []
-    counting = [False]
-
-    def counted(name, original):
-        def read(self, *args, **kwargs):
-            if counting[0]:
-                reads.append(name)
-            return original(self, *args, **kwargs)
-
-        return read
-
-    for read in HOST_READS:
-        monkeypatch.setattr(torch.Tensor, read, counted(read, getattr(torch.Tensor, read)))
-
-    def while_counting(function, on):
-        def call(*args, **kwargs):
-            before, counting[0] = counting[0], on
-            try:
-                return function(*args, **kwargs)
-            finally:
-                counting[0] = before
-
-        return call
-
-    cls = analysis_class(name)
-    monkeypatch.setattr(cls, "update", while_counting(cls.update, True))
-    for path in MODEL_PASSES:
-        module, attribute = path.rsplit(".", 1)
-        monkeypatch.setattr(path, while_counting(getattr(__import__(module, fromlist=["_"]),
-                                                         attribute), False))  # fmt: skip
-    recipe = RECIPES[name]
-    result = gl.run(name, tiny_adapter, recipe.rows(), **recipe.run_options())
-    assert result.metrics  # the run finished; finalize read its state back
-    assert reads == [], f"{name}'s update read tensors back to the host: {sorted(set(reads))}"
 
 
 def test_concept_and_sae_states_stay_on_the_device_until_finalize():

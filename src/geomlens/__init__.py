@@ -28,8 +28,8 @@ _EXPORTS = {
     "Batch": "geomlens.analyses.base",
     "option": "geomlens.analyses.base",
     "register_analysis": "geomlens.analyses.registry",
-    "list_analyses": "geomlens.analyses.catalog",
-    "analysis_class": "geomlens.analyses.catalog",
+    "list_analyses": "geomlens.analyses.registry",
+    "analysis_class": "geomlens.analyses.registry",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

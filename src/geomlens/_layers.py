@@ -72,7 +72,6 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         (
             "geomlens.data",
-            "geomlens.registry",
             "geomlens.theory",
             "geomlens.plain_state",
             "geomlens.results",
@@ -82,9 +81,9 @@ FLOORS: tuple[Floor, ...] = (
             "geomlens.progress",
             "geomlens._layers",
         ),
-        "data/  registry/  theory/  results.py  stats.py  formatting.py  progress.py",
+        "data/  theory/  results.py  stats.py  formatting.py  progress.py",
         (
-            "datasets and stimuli; the generic registry; the theory (imports nothing",
+            "datasets and stimuli; the theory (imports nothing",
             "of geomlens but the floor below); Result; statistics; how numbers are",
             "written; progress lines; plain state; the floor table itself",
         ),

@@ -22,17 +22,6 @@ from geomlens._layers import FLOORS, SELF_CONTAINED, floor_label, floor_of, pict
 ROOT = REPO
 SOURCE = ROOT / "src"
 
-#: The analysis registry's old path, still answering its names from geomlens.analyses (exempt
-#: from the floor rule; nothing inside geomlens may import geomlens.registry.analyses).
-COMPATIBILITY_SHIMS = {
-    "geomlens.registry": "geomlens.analyses.registry",
-    "geomlens.registry.analyses": "geomlens.analyses.registry",
-}
-
-#: Of the shims above, those that are packages holding real code too: their own module is exempt,
-#: but other code may import them (for the code they hold, e.g. geomlens.registry.Registry).
-SHIMS_WITH_CODE = {"geomlens.registry"}
-
 _MODULE_STRING = re.compile(r"geomlens(\.\w+)+(:\w+)?")
 #: Names whose string value looks like a module but is not one (the plugins' entry-point group).
 NOT_MODULE_NAMES = {"ENTRY_POINT_GROUP"}
@@ -117,22 +106,14 @@ def imports_of(root: Path) -> list[Import]:
 
 
 def layer_violations(root: Path) -> list[str]:
-    """One line per import that breaks the floors (or imports a shim from inside geomlens)."""
+    """One line per import that breaks the floors ."""
     modules = package_modules(root)
     problems = [
         f"{module} is on no floor; add it to FLOORS in src/geomlens/_layers.py"
         for module in modules
-        if module not in COMPATIBILITY_SHIMS and floor_of(module) == len(FLOORS)
+        if floor_of(module) == len(FLOORS)
     ]
     for item in imports_of(root):
-        if item.source in COMPATIBILITY_SHIMS:
-            continue
-        if item.target in COMPATIBILITY_SHIMS and item.target not in SHIMS_WITH_CODE:
-            problems.append(
-                f"{item.where} imports the compatibility shim {item.target}; import "
-                f"{COMPATIBILITY_SHIMS[item.target]} instead"
-            )
-            continue
         inside = next((f for f in SELF_CONTAINED if item.source.startswith(f)), None)
         allowed = (inside, *SELF_CONTAINED[inside]) if inside else ()
         if inside and not item.target.startswith(allowed):
@@ -200,18 +181,6 @@ def test_no_two_files_import_each_other_round_a_loop():
     assert import_loops(SOURCE) == []
 
 
-def test_the_old_registry_names_still_resolve():
-    import geomlens.registry
-    import geomlens.registry.analyses
-    from geomlens.analyses.catalog import analysis_class
-    from geomlens.analyses.registry import ANALYSES, register_analysis
-
-    assert geomlens.registry.ANALYSES is ANALYSES
-    assert geomlens.registry.register_analysis is register_analysis
-    assert geomlens.registry.analyses.analysis_class is analysis_class
-    assert geomlens.registry.list_analyses() == ANALYSES.names()
-
-
 def _scratch_copy(tmp_path: Path) -> Path:
     root = tmp_path / "src"
     shutil.copytree(SOURCE / "geomlens", root / "geomlens")
@@ -247,17 +216,6 @@ def test_theory_importing_geomlens_is_named(tmp_path):
     assert problem.startswith("geomlens/theory/balls.py:") and "imports geomlens.stats" in problem
 
 
-def test_importing_a_shim_from_inside_the_package_is_named(tmp_path):
-    root = _scratch_copy(tmp_path)
-    _append(
-        root / "geomlens" / "engine" / "feed.py",
-        "from geomlens.registry.analyses import ANALYSES\n",
-    )
-    (problem,) = layer_violations(root)
-    assert "compatibility shim geomlens.registry.analyses" in problem
-    assert "import geomlens.analyses.registry instead" in problem
-
-
 def test_a_planted_loop_is_found(tmp_path):
     root = _scratch_copy(tmp_path)
     _append(root / "geomlens" / "stats.py", "def _back():\n    import geomlens.results\n")
@@ -269,8 +227,6 @@ def test_no_module_path_only_forwards_to_another():
     """A module that replaces itself in sys.modules or only re-exports is a forwarder."""
     forwarders = []
     for name, path in package_modules(SOURCE).items():
-        if name in COMPATIBILITY_SHIMS:
-            continue
         text = path.read_text(encoding="utf-8")
         if "sys.modules[__name__]" in text:
             forwarders.append(name)

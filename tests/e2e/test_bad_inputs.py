@@ -22,11 +22,10 @@ from typer.testing import CliRunner
 
 import geomlens as gl
 from geomlens.analyses.option_types import OptionTypeError, OptionValueError
+from geomlens.analyses.registry import UnknownNameError
 from geomlens.hooks.finite_check import NonFiniteActivationError
 from geomlens.interventions.linearize import LinearizationError
 from geomlens.models.adapter import UnknownSiteError
-from geomlens.registry import UnknownNameError
-from geomlens.sae.loading import load_sae
 from geomlens.theory import abstraction, resolution, ssd
 
 SITE = "blocks.0.hook_resid_post"
@@ -276,7 +275,7 @@ CASES = [
 ]  # fmt: skip
 
 
-# -- once silently wrong or unclear ----------------------------------------------------------------
+# -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
 def _damaged_checkpoint(folder: Path, damage: Callable[[bytes], bytes]) -> None:
     """A finished checkpoint of a small run, its file then damaged, then resumed."""
     gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
@@ -362,13 +361,13 @@ CASES += [
          lambda _: gl.run("activation-stats", recorded(), seed=2**70),
          ValueError, ("seed must be an integer from 0 to 2**63 - 1", str(2**70))),
     Case("an SAE whose cfg.json d_sae disagrees with its weights",
-         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
          ValueError, ("The SAE folder", "sae cannot be read", "cfg.json does not match its weights")),
     Case("an SAE whose cfg.json is not JSON",
-         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
          ValueError, ("The SAE folder", "sae cannot be read", "cfg.json is not JSON")),
     Case("a truncated SAE",
-         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
+         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
          ValueError, ("The SAE folder", "sae cannot be read", "truncated")),
     Case("a truncated model.safetensors",
          lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: _truncate(f / "model.safetensors"))),
@@ -468,6 +467,11 @@ runner = CliRunner()
 PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\|")
 
 
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    return saved_model(tmp_path_factory.mktemp("tiny-gpt2"), tiny_gpt2)
+
+
 def jsonl(folder: Path, rows: list[dict]) -> str:
     path = folder / "data.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -517,7 +521,7 @@ CLI_CASES = [
 ]  # fmt: skip
 
 
-# -- once silently wrong or unclear (continued) ----------------------------------------------------
+# -- issue 19 (reliability II) -------------------------------------------------------------------
 def _lines(folder: Path, *lines: str) -> str:
     path = folder / "data.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
@@ -577,8 +581,8 @@ CLI_CASES += [
 @pytest.mark.parametrize(
     ("name", "arguments", "fragments"), CLI_CASES, ids=[c[0] for c in CLI_CASES]
 )
-def test_cli_bad_input_is_one_line_exit_2(name, arguments, fragments, tiny_gpt2_folder, tmp_path):
-    done = runner.invoke(gl_cli_app(), arguments(str(tiny_gpt2_folder), tmp_path))
+def test_cli_bad_input_is_one_line_exit_2(name, arguments, fragments, model_dir, tmp_path):
+    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
     assert done.exit_code == 2, done.output
     # Progress bars (ours, transformers' weight loading) also go to stderr; the rest is the error.
     lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
@@ -626,12 +630,12 @@ def _interrupt(*args, **kwargs):
     ],
     ids=["report", "sae train"],
 )  # fmt: skip
-def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, tiny_gpt2_folder, tmp_path,
+def test_ctrl_c_prints_one_line_and_exits_130(module, function, arguments, said, model_dir, tmp_path,
                                                monkeypatch):  # fmt: skip
     import importlib
 
     monkeypatch.setattr(importlib.import_module(module), function, _interrupt)
-    done = runner.invoke(gl_cli_app(), arguments(str(tiny_gpt2_folder), tmp_path))
+    done = runner.invoke(gl_cli_app(), arguments(str(model_dir), tmp_path))
     assert done.exit_code == 130, done.output
     lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
     assert len(lines) == 1 and lines[0].startswith(said), done.stderr

@@ -66,7 +66,7 @@ def test_unavailable_or_unknown_device(tmp_path, device, fragment):
 
 def test_plot_for_an_analysis_without_a_figure_is_refused_before_running(tmp_path):
     from geomlens.analyses.plotting import has_plot
-    from geomlens.registry import analysis_class, list_analyses
+    from geomlens.analyses.registry import analysis_class, list_analyses
 
     without = [name for name in list_analyses() if not has_plot(analysis_class(name))]
     if not without:  # every built-in draws: a plugin-like analysis without a plot stands in
@@ -178,7 +178,7 @@ def test_sites_lists_the_models_sites_in_forward_order(tiny_model_dir):
 def broken_plugin(tmp_path, monkeypatch):
     """An installed plugin (an entry point in a dist-info on sys.path) whose module fails to
     import; the registry rescans entry points for this test and is restored after it."""
-    from geomlens.registry import ANALYSES
+    from geomlens.analyses.registry import ANALYSES
 
     info = tmp_path / "broken_plugin-0.1.dist-info"
     info.mkdir()
@@ -223,7 +223,7 @@ def test_list_shows_declared_option_ranges():
 
 def test_a_broken_plugin_from_python_raises_its_load_error(broken_plugin):
     import geomlens as gl
-    from geomlens.registry import PluginLoadError
+    from geomlens.analyses.registry import PluginLoadError
 
     with pytest.raises(PluginLoadError, match="a_dependency_nobody_installed"):
         gl.analysis_class("broken")

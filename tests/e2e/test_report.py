@@ -13,10 +13,10 @@ from helpers.browser import find_chromium, visit
 from typer.testing import CliRunner
 
 import geomlens as gl
+from geomlens.analyses.registry import ANALYSES, builtin_analyses
 from geomlens.cli import app
 from geomlens.data.dataset import Dataset
 from geomlens.formatting import number
-from geomlens.registry import ANALYSES
 from geomlens.report import build_report
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
@@ -29,8 +29,8 @@ from geomlens.report.figures import (
     pareto_with_model,
     ssd_bound_with_model,
 )
-from geomlens.report.plan import QUICK_GROUP_MIN_ROWS, builtin_analyses, quick_subset
-from geomlens.report.readings import HEADLINES, read
+from geomlens.report.plan import QUICK_GROUP_MIN_ROWS, quick_subset
+from geomlens.report.readings import read
 from geomlens.theory import resolution
 
 # Every test of this module on one worker: the quick report (MiniLM and the causal-LM section on
@@ -103,7 +103,8 @@ def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_pa
     checked = 0
     for name, saved in everything["results"].items():
         for site in saved["provenance"]["analysis_sites"]:
-            for metric in HEADLINES.get(name, ()):
+            analysis = ANALYSES.get_registered(name) if name in ANALYSES else None
+            for metric in [m.name for m in getattr(analysis, "metric_specs", ()) if m.headline]:
                 value = saved["metrics"].get(f"{site}.{metric}")
                 if value is None or not math.isfinite(value):
                     continue

@@ -88,7 +88,7 @@ def test_distance_metrics_take_the_stimuli_unit(provenance, unit):
 
 
 def test_g_of_d_band_is_labelled_as_a_spread_and_the_distance_has_its_unit():
-    from geomlens.registry import analysis_class
+    from geomlens.analyses.registry import analysis_class
 
     rows = [
         {"site": "blocks.0.hook_resid_post", "distance": d, "mean": 1 / (1 + d), "std": 0.1,

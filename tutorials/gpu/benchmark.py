@@ -27,15 +27,15 @@ import numpy as np
 import torch
 
 import geomlens as gl
-from geomlens.atomic_files import atomic_write_text
+from geomlens.analyses.registry import builtin_analyses
 from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
-    builtin_analyses,
     count_tokens,
     interleaved,
     labelled_corpus,
 )
+from geomlens.results import atomic_write_text
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:

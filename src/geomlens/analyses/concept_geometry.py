@@ -12,6 +12,7 @@ Formulas: docs/abstraction.md.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -387,7 +388,8 @@ def plot_by_layer(
             x, [r[column] for r in mine], linestyle, color=colour, marker="o", ms=3, label=label
         )
         if band is not None:
-            low, high = ([r[b] for r in mine] for b in band)
+            # An undefined end (NaN, null in a result read back from JSON) leaves a gap.
+            low, high = ([math.nan if r.get(b) is None else r[b] for r in mine] for b in band)
             axis.fill_between(x, low, high, alpha=0.15, color=colour)
     axis.set_xlabel("layer")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
 from geomlens.engine.checkpoint import Checkpoint, Progress, RowDigest

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geomlens.analyses.catalog import analysis_class
-from geomlens.atomic_files import atomic_write_text
+from geomlens.analyses.registry import analysis_class
 from geomlens.formatting import (
     duration,
     layer_label,
@@ -24,6 +23,7 @@ from geomlens.formatting import (
 )
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
+from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
     from geomlens.report.outcome import Report

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset, select_rows
 from geomlens.models.adapter import Adapter
 
@@ -74,11 +73,6 @@ class PlanFailure:
 
     name: str
     error: str
-
-
-def builtin_analyses() -> list[str]:
-    """Names of the analyses that ship with geomlens (plugins are run only when named)."""
-    return catalog.builtin_analyses()
 
 
 def dataset_fingerprint(dataset: Dataset) -> str:

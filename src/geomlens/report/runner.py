@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class, builtin_analyses
 from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
 from geomlens.report.causal_lm import (
@@ -32,7 +32,6 @@ from geomlens.report.plan import (
     PlannedAnalysis,
     ReportPass,
     build_analysis,
-    builtin_analyses,
     first_paragraph,
     plan_passes,
     planned_name,

@@ -206,7 +206,7 @@ def test_cli_linearize_flag_and_linearization_effect(saved_gpt2, tmp_path):
 def test_linearised_pass_starts_at_the_linearised_layer(backend, mode, monkeypatch):
     """Block 0 runs once per batch (the base pass only), and every number equals the result of
     re-running the whole model for the linearised condition."""
-    import geomlens.analyses.linearization_effect as module
+    import geomlens.analyses.linearization_effect.analysis as module
 
     model, tokenizer = tiny_gpt2()
     data = tiny_concepts()

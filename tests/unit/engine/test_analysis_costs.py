@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.registry import ANALYSES
+from geomlens.analyses.registry import ANALYSES
 
 SITE = "blocks.0.hook_resid_post"
 SLEEP = 0.05

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 from helpers.paths import REPO
-from helpers.recipes import tiny_sae
 from helpers.tiny_models import tiny_gpt2
+
+from geomlens.analyses.example_rows import tiny_sae
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 

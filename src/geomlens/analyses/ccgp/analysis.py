@@ -33,6 +33,10 @@ from geomlens.analyses.concept_geometry import (
 from geomlens.analyses.probe_scores import ccgp_scores
 from geomlens.results import Result
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy", "mixed_context_accuracy")
 
 
@@ -90,6 +94,9 @@ class CCGP(ConceptAnalysis):
     """Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy."""
 
     name = "ccgp"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = CCGPConfig
     config: CCGPConfig

@@ -54,6 +54,10 @@ from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
 from geomlens.theory.finite_sets import evaluate
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 __all__ = [
     "FAMILIES",
     "HALF_WIDTH",
@@ -212,6 +216,9 @@ class Resolution(Similarity):
     """
 
     name = "resolution"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = ResolutionConfig
     config: ResolutionConfig

@@ -48,6 +48,10 @@ from geomlens.interventions.resume import capture_from_layer, resume_site_for
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
 from geomlens.results import Result
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 CONDITIONS = ("base", "linearized")
 
 
@@ -88,6 +92,10 @@ class LinearizationEffect(Analysis):
     """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
 
     name = "linearization-effect"
+    aliases = ("linearization_effect",)
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = LinearizationEffectConfig
     config: LinearizationEffectConfig

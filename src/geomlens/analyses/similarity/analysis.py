@@ -35,6 +35,10 @@ from geomlens.formatting import distance_unit
 from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
 MODES = ("representational", "behavioural")
 DEFAULT_BINS = 40
@@ -116,6 +120,9 @@ class Similarity(Analysis):
     """The similarity function g(d) of a model's representations (or choices) over stimuli."""
 
     name = "similarity"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = SimilarityConfig
     config: SimilarityConfig

@@ -39,6 +39,10 @@ from geomlens.analyses.concept_geometry import (
 )
 from geomlens.results import Result
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 #: Per-task columns averaged into ``<site>.<column>`` (the interval and the null's 95th
 #: percentile are then replaced by those of the site mean: see :func:`site_alpha_metrics`).
 ALPHA_COLUMNS = (
@@ -129,6 +133,9 @@ class Abstraction(ConceptAnalysis):
     """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
 
     name = "abstraction"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = AbstractionConfig
     config: AbstractionConfig

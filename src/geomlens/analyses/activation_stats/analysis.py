@@ -17,6 +17,10 @@ from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 from geomlens.stats import StreamingMoments
 
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
 
 @dataclass
 class ActivationStatsConfig(AnalysisConfig):
@@ -35,6 +39,10 @@ class ActivationStats(Analysis):
     """Streaming per-dimension moments at each site."""
 
     name = "activation-stats"
+    aliases = ("activation_stats", "stats")
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = ActivationStatsConfig
     config: ActivationStatsConfig
