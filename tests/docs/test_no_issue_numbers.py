@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: What users and readers of the code see (CHANGELOG.md is history and may name issues).
 CHECKED = ["src", "tests", "docs", "tutorials", "scripts", "examples", "benchmarks"]
 CHECKED_FILES = ["README.md", "CONTRIBUTING.md", "pyproject.toml", ".ci/run"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_gpt2
 
-SCRIPT = Path(__file__).parents[1] / "tutorials" / "gpu" / "device_agreement.py"
+SCRIPT = Path(__file__).parents[2] / "tutorials" / "gpu" / "device_agreement.py"
 
 
 def load_script():

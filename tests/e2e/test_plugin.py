@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "geomlens-anisotropy"
+PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "geomlens-anisotropy"
 
 
 @pytest.fixture(scope="module")

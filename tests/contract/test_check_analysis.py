@@ -21,7 +21,7 @@ from geomlens.results import Result
 from geomlens.testing import CHECKS, AnalysisContractError, check_analysis
 
 SITE = "blocks.1.hook_resid_post"
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "geomlens-anisotropy" / "src"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "geomlens-anisotropy" / "src"
 
 
 @pytest.fixture(scope="module")
