@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     }
     print(json.dumps(numbers, indent=2))
     if args.out:
-        from geomlens.results import atomic_write_text
+        from geomlens.atomic_files import atomic_write_text
 
         atomic_write_text(args.out, json.dumps(numbers, indent=2))
     return numbers

@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.analyses.registry import builtin_analyses
 from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
     bare_forward,
-    builtin_analyses,
     count_tokens,
     labelled_corpus,
     median_ratio,

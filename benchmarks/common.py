@@ -38,7 +38,7 @@ def write(numbers: dict[str, Any], out: str | None) -> dict[str, Any]:
     text = json.dumps(numbers, indent=2)
     print(text)
     if out:
-        from geomlens.results import atomic_write_text
+        from geomlens.atomic_files import atomic_write_text
 
         atomic_write_text(out, text + "\n")
     return numbers

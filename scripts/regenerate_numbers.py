@@ -188,7 +188,7 @@ def results_from_report(path: Path) -> dict[str, Any]:
 
 def save_results(results: dict[str, Any], path: Path, provenance: dict[str, Any]) -> None:
     """Write ``results`` in the shape of a report's results.json (readable by --from-report)."""
-    from geomlens.results import atomic_write_text
+    from geomlens.atomic_files import atomic_write_text
 
     everything = {
         "provenance": provenance,
@@ -256,7 +256,7 @@ def regenerate(
     """Rewrite the regions of ``paths`` from ``results`` (atomically); with ``check``, write
     nothing; with ``only``, leave the other keys' regions as they are. Returns the files (and
     regions) whose text changed or would change."""
-    from geomlens.results import atomic_write_text
+    from geomlens.atomic_files import atomic_write_text
 
     changes = []
     for path in paths:
@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"running {', '.join(missing)} (not in the report)", file=sys.stderr)
                 results.update(run_analyses([], runs=missing, **options))
         else:
-            from geomlens.report.plan import builtin_analyses
+            from geomlens.analyses.registry import builtin_analyses
 
             names = needed_analyses(keys, registry)
             results = run_analyses(

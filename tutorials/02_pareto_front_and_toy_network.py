@@ -30,7 +30,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from geomlens.theory import resolution, toy
+from geomlens.theory import finite_sets, resolution, toy
 
 b = np.linspace(0, 1, 201)
 front = resolution.pareto_front(201)
@@ -60,7 +60,7 @@ angles = np.arange(points) / points
 gap = np.abs(angles[:, None] - angles[None, :])
 distances = np.minimum(gap, 1 - gap)
 similarity = (distances < 0.0875).astype(float)
-measured = resolution.evaluate(distances, similarity, n=2)
+measured = finite_sets.evaluate(distances, similarity, n=2)
 print(measured)
 assert abs(measured.p_s - float(resolution.p_similarity(0.175))) < 1e-9
 assert abs(measured.p_i - float(resolution.p_identification(0.175))) < 1e-9

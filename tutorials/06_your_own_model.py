@@ -32,7 +32,7 @@ from transformers import AutoModel, AutoTokenizer
 
 import geomlens as gl
 from geomlens.data.corpus import stdlib_paragraphs
-from geomlens.hooks.attach import resolve_model_path
+from geomlens.models.attach import resolve_model_path
 
 folder, model_id = resolve_model_path(MODEL)
 tokenizer = AutoTokenizer.from_pretrained(folder)

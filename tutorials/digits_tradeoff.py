@@ -53,7 +53,7 @@ nets = {
 # %% [markdown]
 # Read each net's embedding of the held-out images through geomlens and measure its empirical
 # (p_S, p_I): the class-level similarity is the mean max(0, cos) between embeddings of two
-# digits, and `theory.resolution.evaluate` turns it and the distances |a − b| into the expected
+# digits, and `theory.finite_sets.evaluate` turns it and the distances |a − b| into the expected
 # accuracies of the two tests.
 
 # %%
@@ -110,7 +110,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from geomlens.results import atomic_save_figure
+from geomlens.atomic_files import atomic_save_figure
 
 figure, ax = plt.subplots(figsize=(5.5, 4.5))
 front = resolution.pareto_front(401)
@@ -136,7 +136,7 @@ print("wrote", FIGURE)
 # the same weights.
 
 # %%
-from geomlens.hooks.base import count_torch_hooks
+from geomlens.models.adapter import count_torch_hooks
 
 assert all(count_torch_hooks(net) == 0 for net in nets.values())
 gl.attach(nets[SIMILARITY_WEIGHTS[0]]).sites()[:6]

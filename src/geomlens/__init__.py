@@ -15,21 +15,21 @@ from geomlens.version import __version__
 
 # Public names, imported on first use so that `import geomlens.theory` stays light (numpy/scipy).
 _EXPORTS = {
-    "attach": "geomlens.hooks.attach",
-    "load": "geomlens.hooks.attach",
+    "attach": "geomlens.models.attach",
+    "load": "geomlens.models.attach",
     "run": "geomlens.engine",
     "stream": "geomlens.engine",
     "Result": "geomlens.results",
     "plot": "geomlens.analyses.plotting",
     "Dataset": "geomlens.data.dataset",
-    "Adapter": "geomlens.hooks.base",
+    "Adapter": "geomlens.models.adapter",
     "Analysis": "geomlens.analyses.base",
     "AnalysisConfig": "geomlens.analyses.base",
     "Batch": "geomlens.analyses.base",
     "option": "geomlens.analyses.base",
     "register_analysis": "geomlens.analyses.registry",
-    "list_analyses": "geomlens.analyses.catalog",
-    "analysis_class": "geomlens.analyses.catalog",
+    "list_analyses": "geomlens.analyses.registry",
+    "analysis_class": "geomlens.analyses.registry",
     "series": "geomlens.dynamics.series",
     "sweep": "geomlens.dynamics.sweep",
 }

@@ -120,56 +120,30 @@ HUMAN_NAMES: dict[str, str] = {
     "hook_attn_out": "attention output",
 }
 
-#: Metric names (the part after the site) in words.
+#: Metric names (the part after the site) in words that no one analysis owns; each analysis's
+#: own metrics are described by its metric specs (``metric_specs``), added by
+#: :func:`describe_metrics` when the analysis is registered.
 METRIC_NAMES: dict[str, str] = {
-    "epsilon": "resolution scale ε",
-    "epsilon_ci_low": "ε, 95 % interval low",
-    "epsilon_ci_high": "ε, 95 % interval high",
-    "delta": "noise floor Δ",
-    "delta_ci_low": "Δ, 95 % interval low",
-    "delta_ci_high": "Δ, 95 % interval high",
-    "half_width": "half width",
-    "p_similarity": "similarity accuracy p_S",
-    "p_identification": "identification accuracy p_I",
-    "front_distance": "distance to the universal front",
-    "g_nearest": "g at the nearest distance",
-    "g_farthest": "g at the farthest distance",
-    "zero_crossing": "first distance where g < 0",
     "stimuli": "stimuli",
-    "alpha": "abstraction α",
-    "alpha_null": "α with shuffled labels",
-    "ccgp": "CCGP",
-    "within_context_accuracy": "within-context accuracy",
-    "mean_norm": "mean token norm",
-    "mean_variance": "mean variance per dimension",
-    "dead_fraction": "share of never-positive dimensions",
-    "pool_size": "pool size P",
-    "dictionary_size": "dictionary size m",
-    "ssd": "sparse semantic dimension",
-    "bound": "generalisation bound U",
-    "n_star": "held-out sequences needed N*",
-    "eta": "pool mismatch η̂",
-    "risk": "proxy risk",
-    "epsilon_loss": "loss gap ε̂_loss",
-    "epsilon_loss_shuffled": "loss gap with shuffled features",
-    "heldout_sequences": "held-out sequences",
-    "calibration_tokens": "calibration tokens",
-    "mean_k": "mean active latents k",
-    "max_k": "max active latents k",
-    "auroc": "AUROC",
-    # sae-features counts k two ways (docs/sae.md): content tokens, and every real token.
-    "mean_k_content": "mean active latents k (content tokens)",
-    "max_k_content": "max active latents k (content tokens)",
-    "mean_k_all": "mean active latents k (every token)",
-    "max_k_all": "max active latents k (every token)",
-    "auroc_content": "AUROC (content tokens)",
-    "auroc_all": "AUROC (every token)",
-    "explained_variance": "SAE explained variance",
-    "l0": "SAE L0",
-    "dead_latents": "dead latents",
-    "decoder_norm_spread": "decoder norm spread",
     "rows": "rows",
 }
+#: Words and units from the registered analyses' metric specs (see :func:`describe_metrics`).
+_SPEC_WORDS: dict[str, str] = {}
+_SPEC_UNITS: dict[str, str] = {}
+_SPECS: dict[str, Any] = {}
+
+
+def describe_metrics(specs: Any) -> None:
+    """Make ``specs`` (an analysis's :class:`~geomlens.analyses.spec.MetricSpec` tuple) known to
+    :func:`metric_name` and :func:`metric_unit`. The registry calls this for every analysis it
+    registers (built-ins and plugins alike)."""
+    for spec in specs:
+        if spec.words:
+            _SPEC_WORDS.setdefault(spec.name, spec.words)
+        if spec.unit:
+            _SPEC_UNITS.setdefault(spec.name, spec.unit)
+        _SPECS.setdefault(spec.name, spec)
+
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
 METRIC_SUFFIXES: dict[str, str] = {
@@ -182,38 +156,11 @@ METRIC_SUFFIXES: dict[str, str] = {
     "_linearized": "MLP linearised",
 }
 
-#: The unit a metric's value is in, by metric name (the part after the site; for names with a
-#: condition such as ``mean_k.heldout``, the part before the condition). ``"distance"``: the
-#: stimuli's coordinate unit, see :func:`distance_unit`.
+#: The unit of metrics no one analysis owns, by metric name (the part after the site; for names
+#: with a condition such as ``mean_k.heldout``, the part before the condition); each analysis's
+#: own are in its metric specs. ``"distance"``: the stimuli's coordinate unit, see
+#: :func:`distance_unit`.
 METRIC_UNITS: dict[str, str] = {
-    "epsilon": "distance",
-    "epsilon_ci_low": "distance",
-    "epsilon_ci_high": "distance",
-    "half_width": "distance",
-    "zero_crossing": "distance",
-    "pool_size": "latents",
-    "dictionary_size": "latents",
-    "mean_k": "latents",
-    "max_k": "latents",
-    "mean_max_k": "latents",
-    "token_mean_k": "latents",
-    "mean_k_content": "latents",
-    "max_k_content": "latents",
-    "mean_max_k_content": "latents",
-    "token_mean_k_content": "latents",
-    "mean_k_all": "latents",
-    "max_k_all": "latents",
-    "mean_max_k_all": "latents",
-    "token_mean_k_all": "latents",
-    "l0": "latents",
-    "dead_latents": "latents",
-    "bound": "bits per token",
-    "risk": "bits per token",
-    "vacuity_threshold": "bits per token",
-    "n_star": "sequences",
-    "heldout_sequences": "sequences",
-    "calibration_tokens": "tokens",
-    "heldout_predicted_tokens": "tokens",
     "num_tokens": "tokens",
     "stimuli": "stimuli",
     "rows": "rows",
@@ -266,8 +213,8 @@ def split_metric(key: str, sites: Any = None) -> tuple[str, str]:
 def metric_name(name: str) -> str:
     """A metric name (after the site) in words: ``alpha_ci_low`` → "abstraction α, 95 %
     interval, low end"; ``mean_k.random_tokens`` → "mean active latents k, random tokens"."""
-    if name in METRIC_NAMES:
-        return METRIC_NAMES[name]
+    if name in METRIC_NAMES or name in _SPEC_WORDS:
+        return METRIC_NAMES.get(name) or _SPEC_WORDS[name]
     head, _, condition = name.partition(".")
     if condition:
         return f"{metric_name(head)}, {human_name(condition)}"
@@ -309,7 +256,8 @@ def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
     head = name.partition(".")[0]
     for suffix in ("_base", "_linearized"):
         head = head.removesuffix(suffix)
-    unit = METRIC_UNITS.get(name) or METRIC_UNITS.get(head, "")
+    units = {**_SPEC_UNITS, **METRIC_UNITS}
+    unit = units.get(name) or units.get(head, "")
     if unit == "distance":
         return distance_unit(result) if result is not None else ""
     if name.endswith("_seconds"):
@@ -318,6 +266,16 @@ def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
 
 
 def metric_value(result: Any, key: str, digits: int = 3) -> str:
-    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``)."""
+    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``),
+    as its metric spec's ``format`` writes it; when a guard of the spec refuses the number, the
+    guard's words ("at chance") instead."""
     sites = (getattr(result, "provenance", None) or {}).get("sites")
-    return quantity(result.metrics.get(key, math.nan), metric_unit(key, result, sites), digits)
+    value = result.metrics.get(key, math.nan)
+    spec = _SPECS.get(split_metric(key, sites)[1])
+    if spec is not None:
+        refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
+        if refused is not None:
+            return refused
+        if spec.format is not None:  # the metric's spec says how it is written
+            return str(spec.format(value))
+    return quantity(value, metric_unit(key, result, sites), digits)

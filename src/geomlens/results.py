@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from geomlens.atomic_files import atomic_write_text
 from geomlens.plain_state import state_class
-from geomlens.theory._atomic import atomic_save_figure, atomic_write_bytes, atomic_write_text
 
-__all__ = ["Result", "atomic_save_figure", "atomic_write_bytes", "atomic_write_text", "set_drawer"]
+__all__ = ["Result", "set_drawer"]
 
 SCHEMA_VERSION = 1
 

@@ -1,29 +1,60 @@
-"""The analysis contract, executable: ``check_analysis(analysis, adapter, data)``.
+"""The analysis contract, executable, one named check per property.
 
 As scikit-learn's ``check_estimator`` does for estimators, this runs an analysis the ways the
-engine will (one pass, two halves merged, a checkpoint's state saved and resumed, twice for
-determinism) and checks what every analysis must give:
+engine will and checks what every analysis must give. Each property is a named :class:`Check`
+(:data:`CHECKS`, in this order):
 
-- **merge**: the halves of the data, run apart and merged, give the one pass's result;
-- **state**: ``state_dict`` survives a checkpoint's round trip (``torch.save`` bytes) and a run
+- ``merge``: the halves of the data, run apart and merged, give the one pass's result;
+- ``state``: ``state_dict`` survives a checkpoint's round trip (``torch.save`` bytes) and a run
   resumed from it gives the one pass's result;
-- **no batch tensor kept**: no activation or input tensor of a batch outlives the batch because
+- ``no-batch-tensor-kept``: no activation or input tensor of a batch outlives the batch because
   the analysis holds it (it must reduce what it needs and let the batch go);
-- **deterministic**: two runs give the same result;
-- **JSON**: the result survives ``to_json`` / ``from_json`` unchanged;
-- **plot**: an analysis with a figure draws it from the JSON copy (reading only what survives).
+- ``no-host-read-per-batch``: the analysis's own ``update`` reads no tensor back to the host
+  (``.item()``, ``.cpu()``, ``bool(t)``, …): a GPU would wait for its queue at each;
+- ``nan-at-padding-ignored``: NaN written at every padded position of every captured activation
+  changes no number;
+- ``fault-leaves-model-clean``: an exception inside ``update`` leaves no hook, every parameter
+  and buffer bitwise unchanged and every module's train/eval mode as it was;
+- ``resume``: a run whose data source fails after some batches, resumed from its checkpoint
+  (``gl.run(checkpoint=…)``), gives the one pass's result;
+- ``two-processes``: a 2-process gloo run (CPU) gives the one-process result;
+- ``deterministic``: two runs give the same result;
+- ``json``: the result survives ``to_json`` / ``from_json`` unchanged;
+- ``plot-from-json``: the analysis draws a figure (a matplotlib figure with axes) from the JSON
+  copy, reading only what survives;
+- ``cross-backend``: another backend's adapter of the same model gives the same result.
 
-It raises :class:`AnalysisContractError` listing every check that failed, and returns the names
-of the checks run. Give it a small data set (a few batches): it makes six passes over it.
+A check that cannot run says why (:class:`CheckSkipped`: e.g. no second backend given, or two
+processes where ``fork`` does not exist). Three ways in:
+
+- ``check_analysis(analysis, adapter, data)`` runs every check and raises
+  :class:`AnalysisContractError` listing every one that failed; it returns the names of the
+  checks passed (skipped ones are left out);
+- ``analysis_checks(...)`` yields ``(check, subject)`` pairs to run one by one;
+- ``parametrize_with_checks(analyses, make_adapter)`` makes one pytest test per analysis and
+  check (ids ``<analysis>-<check>``), running each analysis on its ``example``; a skip carries
+  its reason.
+
+Give the checks a small data set (a few batches): together they make about fifteen passes.
+One comparator says whether two results are the same: :func:`first_difference` (and
+:func:`assert_same_results`, which raises with it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
 import math
-from collections.abc import Callable
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,103 +66,474 @@ from geomlens.analyses.plotting import has_plot
 from geomlens.data.dataset import Dataset
 from geomlens.engine import prepare_data, run, stream
 from geomlens.engine.distributed import from_bytes, to_bytes
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter, count_torch_hooks
 from geomlens.results import Result
+
+__all__ = [
+    "CHECKS", "AnalysisContractError", "Check", "CheckSkipped", "Subject", "analysis_checks",
+    "assert_same_results", "check_analysis", "example_subject", "first_difference",
+    "parametrize_with_checks",
+]  # fmt: skip
 
 #: Relative tolerance of "the same result" for merged and resumed runs (sums in another order).
 MERGE_TOLERANCE = 1e-6
 #: Relative tolerance of "the same result" for two identical runs.
 DETERMINISM_TOLERANCE = 1e-9
-
-CHECKS = ("merge", "state", "no-batch-tensor-kept", "deterministic", "json", "plot")
+#: Relative tolerance of "the same result" on two backends (the same weights, other kernels).
+BACKEND_TOLERANCE = 1e-4
+#: Every way a tensor's values come back to the host (a GPU waits for its queue at each).
+HOST_READS = ("cpu", "numpy", "item", "tolist", "__float__", "__int__", "__bool__", "__index__",
+              "__array__")  # fmt: skip
 
 
 class AnalysisContractError(AssertionError):
     """An analysis broke the contract; the message has one line per failed check."""
 
 
-def check_analysis(
-    analysis: Analysis | type[Analysis],
-    adapter: Adapter,
-    data: Any,
-    *,
-    batch_size: int | None = None,
-    seed: int = 0,
-    **options: Any,
-) -> list[str]:
-    """Check ``analysis`` (an instance, whose config is used, or a class with ``options``)
-    against the contract on ``adapter`` and ``data``; return the names of the checks run.
+class CheckSkipped(Exception):
+    """A check that cannot run here; the message is the reason."""
 
-    ``batch_size`` defaults to a quarter of the rows, so that each half is whole batches.
-    """
-    make = _maker(analysis, options)
-    dataset = prepare_data(data, adapter)
-    if not isinstance(dataset, Dataset):
-        raise ValueError("check_analysis needs sized data (a list, a mapping, a Dataset).")
-    rows = len(dataset)
-    if rows < 4:
-        raise ValueError(f"check_analysis needs at least 4 rows of data; got {rows}.")
-    batch_size = batch_size or -(-rows // 4)
-    # The halves split between batches, so each half forms the batches the one pass forms.
-    half = max(1, (rows // batch_size) // 2) * batch_size
-    if half >= rows:
-        raise ValueError(
-            f"batch_size={batch_size} leaves no second half of {rows} rows; use a smaller one."
-        )
-    first, second = np.arange(half), np.arange(half, rows)
-    settings: dict[str, Any] = {"batch_size": batch_size, "seed": seed, "progress": False}
 
-    def feed(instance: Analysis, selected: np.ndarray | None = None) -> Analysis:
-        torch.manual_seed(seed)  # as gl.run does before its pass
-        stream([instance], adapter, dataset, rows=selected, **settings)
+@dataclass
+class Subject:
+    """What the checks run: an analysis (fresh instances from :meth:`make`), an adapter, sized
+    data, the batch size and seed, and optionally adapters of the same model on other backends
+    (``{backend: adapter}``) for ``cross-backend``. The one pass's result is computed once."""
+
+    make: Callable[[], Analysis]
+    adapter: Adapter
+    dataset: Dataset
+    batch_size: int
+    seed: int = 0
+    other_backends: Mapping[str, Adapter] = field(default_factory=dict)
+    #: The rows as given (a list), for the checks that stream them again (``resume``).
+    source: list[Any] | None = None
+
+    @property
+    def cls(self) -> type[Analysis]:
+        return type(self.make())
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"batch_size": self.batch_size, "seed": self.seed, "progress": False}
+
+    @property
+    def rows(self) -> int:
+        return len(self.dataset)
+
+    def halves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two halves that split between batches (each half forms the one pass's batches)."""
+        half = max(1, (self.rows // self.batch_size) // 2) * self.batch_size
+        return np.arange(half), np.arange(half, self.rows)
+
+    def run(self, adapter: Adapter | None = None, data: Any = None, **more: Any) -> Result:
+        """One ``gl.run`` of a fresh instance (the global generators seeded as gl.run does)."""
+        torch.manual_seed(self.seed)
+        result = run(self.make(), adapter or self.adapter, self.dataset if data is None else data,
+                     **{**self.settings, **more})  # fmt: skip
+        assert isinstance(result, Result)
+        return result
+
+    def feed(self, instance: Analysis, selected: np.ndarray | None = None) -> Analysis:
+        torch.manual_seed(self.seed)  # as gl.run does before its pass
+        stream([instance], self.adapter, self.dataset, rows=selected, **self.settings)
         return instance
 
-    failures: list[str] = []
-    whole, cls, kept = _one_pass_keeping_watch(make, adapter, dataset, settings)
+    @cached_property
+    def whole(self) -> Result:
+        """The one pass, through ``gl.run`` (config and provenance as users get them)."""
+        return self.run()
+
+    def same(self, check: str, what: str, got: Result, tolerance: float,
+             expected: Result | None = None) -> None:  # fmt: skip
+        problem = first_difference(got, self.whole if expected is None else expected, tolerance)
+        if problem is not None:
+            raise AnalysisContractError(f"{check}: {what} differs from one pass: {problem}.")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One property of the contract: its name, what it says, and the function checking it (it
+    raises :class:`AnalysisContractError` when the property fails, :class:`CheckSkipped` when
+    it cannot run)."""
+
+    name: str
+    description: str
+    function: Callable[[Subject], None]
+
+    def __call__(self, subject: Subject) -> None:
+        self.function(subject)
+
+    def __repr__(self) -> str:
+        return f"Check({self.name!r})"
+
+
+def _check_merge(subject: Subject) -> None:
+    first, second = subject.halves()
+    merged = subject.feed(subject.make(), first)
+    merged.merge(subject.feed(subject.make(), second))
+    subject.same("merge", "two halves merged", merged.finalize(), MERGE_TOLERANCE)
+
+
+def _check_state(subject: Subject) -> None:
+    first, second = subject.halves()
+    saved = subject.feed(subject.make(), first)
+    resumed = subject.make()
+    assert saved.context is not None  # the pass set it up
+    resumed.setup(saved.context)
+    resumed.load_state_dict(from_bytes(to_bytes(saved.state_dict()), subject.adapter.device))
+    subject.feed(resumed, second)
+    subject.same("state", "a run resumed from state_dict", resumed.finalize(), MERGE_TOLERANCE)
+
+
+def _watched_run(subject: Subject) -> tuple[Analysis, list[StorageWeakRef]]:
+    """One ``gl.run`` of a fresh instance, with a weak reference to every tensor of every batch
+    (activations and inputs) taken as the batch reaches the analysis."""
+    watched = subject.make()
+    storages: list[StorageWeakRef] = []
+    own_update = watched.update
+
+    def update(batch: Batch) -> None:
+        inputs = batch.inputs
+        tensors = [*batch.activations.values(), inputs.attention_mask]
+        optional = (inputs.input_ids, inputs.position_ids, inputs.span_mask)
+        tensors += [t for t in optional if t is not None]
+        storages.extend(StorageWeakRef(t.untyped_storage()) for t in tensors)
+        own_update(batch)
+
+    watched.update = update  # type: ignore[method-assign]
+    torch.manual_seed(subject.seed)
+    run(watched, subject.adapter, subject.dataset, **subject.settings)
+    del watched.update  # the instance's own method again (this frame's references end here)
+    return watched, storages
+
+
+def _check_no_batch_tensor_kept(subject: Subject) -> None:
+    watched, storages = _watched_run(subject)
+    gc.collect()
+    # Alive while the analysis lives, freed once it is dropped: what the adapter keeps does not
+    # count.
+    alive = [ref for ref in storages if not ref.expired()]
+    del watched
+    gc.collect()
+    kept = sum(ref.expired() for ref in alive)
     if kept:
-        failures.append(
+        raise AnalysisContractError(
             f"no-batch-tensor-kept: the analysis still holds {kept} tensor(s) of a finished "
             "batch (activations or inputs); reduce what update() needs and keep that instead."
         )
 
-    merged = feed(make(), first)
-    merged.merge(feed(make(), second))
-    failures += _differences(
-        "merge", "two halves merged", merged.finalize(), whole, MERGE_TOLERANCE
-    )
 
-    saved = feed(make(), first)
-    resumed = make()
-    assert saved.context is not None  # the pass set it up
-    resumed.setup(saved.context)
-    resumed.load_state_dict(from_bytes(to_bytes(saved.state_dict()), adapter.device))
-    feed(resumed, second)
-    failures += _differences(
-        "state", "a run resumed from state_dict", resumed.finalize(), whole, MERGE_TOLERANCE
-    )
+def _own_code(cls: type[Analysis]) -> Callable[[str], bool]:
+    """Whether a file is the analysis's own code: its module's folder (a built-in's folder, or
+    a plugin's package) and the shared analysis machinery, never the engine or the model's."""
+    module = sys.modules[cls.__module__]
+    folders = {str(Path(module.__file__ or "").parent)}
+    for base in cls.__mro__:
+        found = sys.modules.get(base.__module__)
+        found_file = getattr(found, "__file__", None)
+        if found_file:
+            folders.add(str(Path(found_file).parent))
+    folders.add(str(Path(__file__).parent / "analyses"))
+    return lambda filename: any(filename.startswith(folder + os.sep) for folder in folders)
 
-    again = feed(make()).finalize()
-    failures += _differences("deterministic", "a second run", again, whole, DETERMINISM_TOLERANCE)
 
-    loaded, json_failures = _through_json(whole)
-    failures += json_failures
-    if loaded is not None and has_plot(cls):
+def _check_no_host_read_per_batch(subject: Subject) -> None:
+    cls = subject.cls
+    own = _own_code(cls)
+    reads: list[str] = []
+    in_update = [False]
+    originals = {name: getattr(torch.Tensor, name) for name in HOST_READS}
+
+    def counted(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def read(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if in_update[0] and own(sys._getframe(1).f_code.co_filename):
+                reads.append(name)
+            return original(self, *args, **kwargs)
+
+        return read
+
+    instance = subject.make()
+    own_update = instance.update
+
+    def update(batch: Batch) -> None:
+        in_update[0] = True
         try:
-            cls.plot(loaded)
-        except Exception as error:  # any failure to draw from the JSON copy breaks the contract
-            failures.append(
-                f"plot: drawing the result read back from JSON failed ({type(error).__name__}: "
-                f"{error}); plot may read only result.metrics, .tables, .config, .provenance."
-            )
-    if failures:
-        name = cls.__name__
+            own_update(batch)
+        finally:
+            in_update[0] = False
+
+    instance.update = update  # type: ignore[method-assign]
+    try:
+        for name, original in originals.items():
+            setattr(torch.Tensor, name, counted(name, original))
+        torch.manual_seed(subject.seed)
+        run(instance, subject.adapter, subject.dataset, **subject.settings)
+    finally:
+        for name, original in originals.items():
+            setattr(torch.Tensor, name, original)
+    if reads:
         raise AnalysisContractError(
-            f"{name} breaks the analysis contract:\n- " + "\n- ".join(failures)
+            f"no-host-read-per-batch: update() read tensors back to the host "
+            f"({', '.join(sorted(set(reads)))}); keep the state on the device and read it in "
+            "finalize()."
         )
-    return list(CHECKS)
 
 
-def _maker(analysis: Analysis | type[Analysis], options: dict[str, Any]) -> Callable[[], Analysis]:
+def _poisoned_run(subject: Subject, batch_size: int) -> tuple[Result, int]:
+    """A run in which every padded position of every captured activation is NaN, and how many
+    activations were poisoned."""
+    instance = subject.make()
+    own_update = instance.update
+    poisoned = [0]
+
+    def update(batch: Batch) -> None:
+        mask = batch.inputs.attention_mask
+        padding = ~mask.bool()
+        if bool(padding.any()):
+            activations = {}
+            for site, value in batch.activations.items():
+                shaped = value.dim() >= 3 and tuple(value.shape[:2]) == tuple(mask.shape)
+                if shaped and value.is_floating_point():
+                    value = value.masked_fill(padding[..., None], math.nan)
+                    poisoned[0] += 1
+                activations[site] = value
+            batch = dataclasses.replace(batch, activations=activations)
+        own_update(batch)
+
+    instance.update = update  # type: ignore[method-assign]
+    torch.manual_seed(subject.seed)
+    result = run(instance, subject.adapter, subject.dataset,
+                 **{**subject.settings, "batch_size": batch_size})  # fmt: skip
+    assert isinstance(result, Result)
+    return result, poisoned[0]
+
+
+def _check_nan_at_padding_ignored(subject: Subject) -> None:
+    result, poisoned = _poisoned_run(subject, subject.batch_size)
+    if poisoned:
+        expected = subject.whole
+    else:  # batches of texts of one length: one batch of every row has padding
+        result, poisoned = _poisoned_run(subject, subject.rows)
+        expected = subject.run(batch_size=subject.rows)
+    if not poisoned:
+        raise CheckSkipped("no batch of the data has a padded position (texts of one length)")
+    subject.same("nan-at-padding-ignored", "a run with NaN at every padded position", result,
+                 MERGE_TOLERANCE, expected)  # fmt: skip
+
+
+def _modules(adapter: Adapter) -> list[torch.nn.Module]:
+    found = [getattr(adapter, "model", None), getattr(adapter, "user_model", None)]
+    return [m for m in dict.fromkeys(found) if isinstance(m, torch.nn.Module)]
+
+
+def _snapshot(adapter: Adapter) -> dict[str, Any]:
+    modules = _modules(adapter)
+    return {
+        "state": {(i, k): v.detach().clone() for i, m in enumerate(modules)
+                  for k, v in m.state_dict().items()},
+        "modes": {(i, n): s.training for i, m in enumerate(modules) for n, s in m.named_modules()},
+        "hooks": [count_torch_hooks(m) for m in modules],
+        "grad": torch.is_grad_enabled(),
+    }  # fmt: skip
+
+
+class _Injected(RuntimeError):
+    pass
+
+
+def _check_fault_leaves_model_clean(subject: Subject) -> None:
+    instance = subject.make()
+    own_update = instance.update
+    seen = [0]
+
+    def update(batch: Batch) -> None:
+        own_update(batch)  # a half-updated state too
+        seen[0] += 1
+        if seen[0] == 2:
+            raise _Injected("injected failure in update")
+
+    instance.update = update  # type: ignore[method-assign]
+    before = _snapshot(subject.adapter)
+    with contextlib.suppress(_Injected):
+        run(instance, subject.adapter, subject.dataset, **subject.settings)
+    after = _snapshot(subject.adapter)
+    problems = []
+    if subject.adapter.hook_count() != 0 or after["hooks"] != before["hooks"]:
+        problems.append("hooks were left on the model")
+    if after["modes"] != before["modes"]:
+        problems.append("a module's train/eval mode changed")
+    if after["grad"] != before["grad"]:
+        problems.append("torch's grad mode changed")
+    changed = [k for k, v in before["state"].items() if not torch.equal(after["state"][k], v)]
+    if changed:
+        problems.append(f"{len(changed)} parameter(s) or buffer(s) changed, e.g. {changed[0][1]}")
+    if problems:
+        raise AnalysisContractError(
+            "fault-leaves-model-clean: after an exception inside update(), " + "; ".join(problems)
+        )
+
+
+class _SourceFailed(RuntimeError):
+    pass
+
+
+def _rows_then_failure(subject: Subject, at: int) -> Iterator[Any]:
+    for number, row in enumerate(_plain_rows(subject)):
+        if number == at:
+            raise _SourceFailed(f"stopped at row {number}")
+        yield row
+
+
+def _plain_rows(subject: Subject) -> list[Any]:
+    rows = subject.source
+    if rows is None:
+        raise CheckSkipped("the data is not rows that can be streamed again (give a list of rows)")
+    return list(rows)
+
+
+def _check_resume(subject: Subject) -> None:
+    batches = subject.rows // subject.batch_size
+    if batches < 2:
+        raise CheckSkipped("the data makes fewer than two batches: nothing to resume")
+    fail_at = (batches // 2) * subject.batch_size + 1
+    with tempfile.TemporaryDirectory() as folder:
+        checkpoint = Path(folder) / "checkpoint"
+        with contextlib.suppress(_SourceFailed):
+            subject.run(data=_rows_then_failure(subject, fail_at), checkpoint=checkpoint,
+                        checkpoint_every=1)  # fmt: skip
+        resumed = subject.run(data=iter(_plain_rows(subject)), checkpoint=checkpoint,
+                              checkpoint_every=1)  # fmt: skip
+    subject.same("resume", "a run resumed from its checkpoint", resumed, MERGE_TOLERANCE)
+
+
+#: The subject each forked rank of ``two-processes`` runs (fork copies it; nothing is pickled).
+_FORKED: dict[str, Any] = {}
+
+
+def _rank(rank: int, world_size: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        subject: Subject = _FORKED["subject"]
+        result = subject.run()
+        if rank == 0:
+            result.to_json(Path(out) / "result.json")
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _check_two_processes(subject: Subject) -> None:
+    import torch.multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        raise CheckSkipped("two processes are started by fork, which this platform lacks")
+    if subject.adapter.device.type != "cpu":
+        raise CheckSkipped("two processes share one CPU gloo group; the adapter is not on CPU")
+    with tempfile.TemporaryDirectory() as folder:
+        _FORKED["subject"] = subject
+        try:
+            mp.start_processes(_rank, args=(2, _free_port(), folder), nprocs=2,
+                               start_method="fork")  # fmt: skip
+        finally:
+            _FORKED.clear()
+        got = Result.from_json(Path(folder) / "result.json")
+    subject.same("two-processes", "a 2-process run", got, MERGE_TOLERANCE)
+
+
+def _check_deterministic(subject: Subject) -> None:
+    subject.same("deterministic", "a second run", subject.run(), DETERMINISM_TOLERANCE)
+
+
+def _through_json(result: Result) -> Result:
+    try:
+        text = result.to_json()
+        loaded = Result.from_json(text)
+    except Exception as error:
+        raise AnalysisContractError(
+            f"json: the result does not survive to_json/from_json ({error})."
+        ) from error
+    if json.loads(loaded.to_json()) != json.loads(text):
+        raise AnalysisContractError(
+            "json: the result read back from JSON differs from the one written."
+        )
+    return loaded
+
+
+def _check_json(subject: Subject) -> None:
+    _through_json(subject.whole)
+
+
+def _check_plot_from_json(subject: Subject) -> None:
+    cls = subject.cls
+    if not has_plot(cls):
+        raise AnalysisContractError(
+            f"plot-from-json: {cls.__name__} draws no figure; override the classmethod "
+            "plot(result) to draw one from result.metrics, .tables, .config and .provenance."
+        )
+    loaded = _through_json(subject.whole)
+    try:
+        figure = cls.plot(loaded)
+    except Exception as error:  # any failure to draw from the JSON copy breaks the contract
+        raise AnalysisContractError(
+            f"plot-from-json: drawing the result read back from JSON failed "
+            f"({type(error).__name__}: {error}); plot may read only result.metrics, .tables, "
+            ".config, .provenance."
+        ) from error
+    axes = getattr(figure, "axes", None)
+    try:
+        if not axes:
+            raise AnalysisContractError(
+                f"plot-from-json: plot returned {type(figure).__name__}, not a matplotlib "
+                "figure with axes."
+            )
+    finally:
+        with contextlib.suppress(Exception):
+            import matplotlib.pyplot as plt
+
+            plt.close(figure)
+
+
+def _check_cross_backend(subject: Subject) -> None:
+    if not subject.other_backends:
+        raise CheckSkipped("no adapter of the same model on another backend was given")
+    for backend, adapter in subject.other_backends.items():
+        subject.same("cross-backend", f"the run on {backend}", subject.run(adapter),
+                     BACKEND_TOLERANCE)  # fmt: skip
+
+
+#: Every check, in the order they run.
+CHECKS: tuple[Check, ...] = (
+    Check("merge", "two halves merged give one pass", _check_merge),
+    Check("state", "state_dict round-trips and resumes", _check_state),
+    Check("no-batch-tensor-kept", "no batch tensor outlives its batch", _check_no_batch_tensor_kept),
+    Check("no-host-read-per-batch", "update reads nothing back to the host",
+          _check_no_host_read_per_batch),
+    Check("nan-at-padding-ignored", "NaN at padded positions changes nothing",
+          _check_nan_at_padding_ignored),
+    Check("fault-leaves-model-clean", "a fault in update leaves the model as it was",
+          _check_fault_leaves_model_clean),
+    Check("resume", "an interrupted run resumes from its checkpoint", _check_resume),
+    Check("two-processes", "two processes give one process's result", _check_two_processes),
+    Check("deterministic", "two runs give one result", _check_deterministic),
+    Check("json", "the result round-trips through JSON", _check_json),
+    Check("plot-from-json", "a figure is drawn from the JSON copy", _check_plot_from_json),
+    Check("cross-backend", "another backend gives the same result", _check_cross_backend),
+)  # fmt: skip
+
+
+def _maker(
+    analysis: Analysis | type[Analysis], options: Mapping[str, Any]
+) -> Callable[[], Analysis]:
     """Fresh instances with the same config."""
     if isinstance(analysis, Analysis):
         if options:
@@ -145,63 +547,174 @@ def _maker(analysis: Analysis | type[Analysis], options: dict[str, Any]) -> Call
     )
 
 
-def _one_pass_keeping_watch(
-    make: Callable[[], Analysis], adapter: Adapter, dataset: Dataset, settings: dict[str, Any]
-) -> tuple[Result, type[Analysis], int]:
-    """The one pass through ``gl.run`` (config and provenance recorded as users get them), and
-    how many batch tensors stay alive only because the analysis holds them: alive while it
-    lives, freed once it is dropped (what the adapter itself keeps does not count)."""
-    watched, result, storages = _watched_run(make, adapter, dataset, settings)
-    gc.collect()
-    alive = [ref for ref in storages if not ref.expired()]
-    cls = type(watched)
-    del watched
-    gc.collect()
-    return result, cls, sum(ref.expired() for ref in alive)
+def make_subject(
+    analysis: Analysis | type[Analysis],
+    adapter: Adapter,
+    data: Any,
+    *,
+    batch_size: int | None = None,
+    seed: int = 0,
+    other_backends: Mapping[str, Adapter] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Subject:
+    """A :class:`Subject` (data prepared and sized); ``batch_size`` defaults to a quarter of the
+    rows, so that each half is whole batches."""
+    make = _maker(analysis, options or {})
+    source = list(data) if isinstance(data, (list, tuple)) else None
+    dataset = prepare_data(data, adapter)
+    if not isinstance(dataset, Dataset):
+        raise ValueError("check_analysis needs sized data (a list, a mapping, a Dataset).")
+    rows = len(dataset)
+    if rows < 4:
+        raise ValueError(f"check_analysis needs at least 4 rows of data; got {rows}.")
+    batch_size = batch_size or -(-rows // 4)
+    if max(1, (rows // batch_size) // 2) * batch_size >= rows:
+        raise ValueError(
+            f"batch_size={batch_size} leaves no second half of {rows} rows; use a smaller one."
+        )
+    return Subject(make, adapter, dataset, batch_size, seed, dict(other_backends or {}), source)
 
 
-def _watched_run(
-    make: Callable[[], Analysis], adapter: Adapter, dataset: Dataset, settings: dict[str, Any]
-) -> tuple[Analysis, Result, list[StorageWeakRef]]:
-    """One ``gl.run`` of a fresh instance, with a weak reference to every tensor of every batch
-    (activations and inputs) taken as the batch reaches the analysis."""
-    watched = make()
-    storages: list[StorageWeakRef] = []
-    own_update = watched.update
-
-    def update(batch: Batch) -> None:
-        inputs = batch.inputs
-        tensors = [*batch.activations.values(), inputs.attention_mask]
-        optional = (inputs.input_ids, inputs.position_ids, inputs.span_mask)
-        tensors += [t for t in optional if t is not None]
-        storages.extend(StorageWeakRef(t.untyped_storage()) for t in tensors)
-        own_update(batch)
-
-    watched.update = update  # type: ignore[method-assign]
-    torch.manual_seed(settings["seed"])
-    result = run(watched, adapter, dataset, **settings)
-    del watched.update  # the instance's own method again (this frame's references end here)
-    assert isinstance(result, Result)
-    return watched, result, storages
+def analysis_checks(
+    analysis: Analysis | type[Analysis],
+    adapter: Adapter,
+    data: Any,
+    *,
+    batch_size: int | None = None,
+    seed: int = 0,
+    other_backends: Mapping[str, Adapter] | None = None,
+    **options: Any,
+) -> Iterator[tuple[Check, Subject]]:
+    """Each named check with the subject it runs on (one subject, so the one pass runs once)."""
+    subject = make_subject(analysis, adapter, data, batch_size=batch_size, seed=seed,
+                           other_backends=other_backends, options=options)  # fmt: skip
+    for check in CHECKS:
+        yield check, subject
 
 
-def _through_json(result: Result) -> tuple[Result | None, list[str]]:
-    try:
-        text = result.to_json()
-        loaded = Result.from_json(text)
-    except Exception as error:
-        return None, [f"json: the result does not survive to_json/from_json ({error})."]
-    if json.loads(loaded.to_json()) != json.loads(text):
-        return loaded, ["json: the result read back from JSON differs from the one written."]
-    return loaded, []
-
-
-def _differences(
-    check: str, what: str, got: Result, expected: Result, tolerance: float
+def check_analysis(
+    analysis: Analysis | type[Analysis],
+    adapter: Adapter,
+    data: Any,
+    *,
+    batch_size: int | None = None,
+    seed: int = 0,
+    other_backends: Mapping[str, Adapter] | None = None,
+    **options: Any,
 ) -> list[str]:
-    """One failure line naming the first metric or table cell that differs, or none."""
+    """Check ``analysis`` (an instance, whose config is used, or a class with ``options``)
+    against every check of the contract on ``adapter`` and ``data``; return the names of the
+    checks passed (a skipped check is left out). Raises :class:`AnalysisContractError` naming
+    every check that failed."""
+    failures: list[str] = []
+    passed: list[str] = []
+    cls: type | None = None
+    for check, subject in analysis_checks(analysis, adapter, data, batch_size=batch_size,
+                                          seed=seed, other_backends=other_backends, **options):  # fmt: skip
+        cls = cls or subject.cls
+        try:
+            check(subject)
+        except CheckSkipped:
+            continue
+        except AnalysisContractError as error:
+            failures.append(str(error))
+        else:
+            passed.append(check.name)
+    if failures:
+        name = cls.__name__ if cls is not None else "The analysis"
+        raise AnalysisContractError(
+            f"{name} breaks the analysis contract:\n- " + "\n- ".join(failures)
+        )
+    return passed
+
+
+def example_subject(
+    analysis: type[Analysis],
+    adapter: Adapter,
+    other_backends: Mapping[str, Adapter] | None = None,
+) -> Subject:
+    """The subject of ``analysis``'s own example (its ``example`` attribute), made once per
+    analysis and adapters (so the checks of one analysis share its one pass)."""
+    key = (analysis, id(adapter), tuple(id(a) for a in (other_backends or {}).values()))
+    if key not in _EXAMPLE_SUBJECTS:
+        _EXAMPLE_SUBJECTS[key] = _example_subject(analysis, adapter, other_backends)
+    return _EXAMPLE_SUBJECTS[key]
+
+
+#: Example subjects made so far (see :func:`example_subject`).
+_EXAMPLE_SUBJECTS: dict[tuple[Any, ...], Subject] = {}
+
+
+def _example_subject(
+    analysis: type[Analysis],
+    adapter: Adapter,
+    other_backends: Mapping[str, Adapter] | None = None,
+) -> Subject:
+    example = analysis.example
+    if example is None:
+        raise CheckSkipped(f"{analysis.__name__} has no example (set its example attribute)")
+    return make_subject(analysis, adapter, example.rows(), batch_size=example.batch_size,
+                        other_backends=other_backends, options=example.analysis_options())  # fmt: skip
+
+
+def parametrize_with_checks(
+    analyses: Iterable[type[Analysis] | str],
+    checks: Iterable[str] | None = None,
+) -> Any:
+    """A ``pytest.mark.parametrize`` over every (analysis, check) pair, with ids
+    ``<analysis>-<check>``; the test takes ``analysis`` (the class) and ``check`` (a
+    :class:`Check`). Run one with :func:`run_check`, which skips with the check's reason::
+
+        @parametrize_with_checks([MyAnalysis])
+        def test_contract(analysis, check, adapter):
+            run_check(analysis, check, adapter)
+    """
+    import pytest
+
+    from geomlens.analyses.registry import analysis_class
+
+    wanted = set(checks) if checks is not None else None
+    classes = [analysis_class(a) if isinstance(a, str) else a for a in analyses]
+    params = [
+        pytest.param(cls, check, id=f"{cls.name or cls.__name__}-{check.name}")
+        for cls in classes
+        for check in CHECKS
+        if wanted is None or check.name in wanted
+    ]
+    return pytest.mark.parametrize(("analysis", "check"), params)
+
+
+def run_check(
+    analysis: type[Analysis],
+    check: Check,
+    adapter: Adapter,
+    other_backends: Mapping[str, Adapter] | None = None,
+) -> None:
+    """Run one ``check`` on ``analysis``'s example under pytest: a skip carries its reason, and
+    a failure the example declares (``Example.known_failures``) is an expected failure."""
+    import pytest
+
+    known = analysis.example.known_failures.get(check.name) if analysis.example else None
+    try:
+        check(example_subject(analysis, adapter, other_backends))
+    except CheckSkipped as reason:
+        pytest.skip(f"{check.name}: {reason}")
+    except AnalysisContractError as error:
+        if known is None:
+            raise
+        pytest.xfail(f"{check.name}: {known} ({error})")
+
+
+def assert_same_results(got: Any, expected: Any, tolerance: float = MERGE_TOLERANCE) -> None:
+    """Raise ``AssertionError`` naming the first difference of two results (or of two
+    ``{name: Result}`` mappings); see :func:`first_difference`."""
+    if isinstance(expected, Mapping):
+        assert set(got) == set(expected), (sorted(got), sorted(expected))
+        for name in expected:
+            assert_same_results(got[name], expected[name], tolerance)
+        return
     problem = first_difference(got, expected, tolerance)
-    return [] if problem is None else [f"{check}: {what} differs from one pass: {problem}."]
+    assert problem is None, problem
 
 
 def first_difference(

@@ -28,14 +28,15 @@ def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str
     torch.set_num_threads(1)  # two ranks on a shared CPU
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
-        from helpers.recipes import RECIPES
         from helpers.tiny_models import tiny_gpt2
 
         import geomlens as gl
+        from geomlens.analyses.registry import analysis_class, builtin_analyses
 
         hf_model, tokenizer = tiny_gpt2()
         adapter = gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
-        for name, recipe in RECIPES.items():
+        for name in builtin_analyses():
+            recipe = analysis_class(name).example
             rows = recipe.rows()
             options = recipe.run_options()
             sized = gl.run(name, adapter, rows, **options)
@@ -51,12 +52,12 @@ def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str
                     again[k] == v or (math.isnan(v) and math.isnan(again[k]))
                     for k, v in sized.metrics.items()
                 )
-        checked = gl.run("activation-stats", adapter, RECIPES["activation-stats"].rows(),
+        checked = gl.run("activation-stats", adapter, analysis_class("activation-stats").example.rows(),
                          batch_size=3, checkpoint=checkpoint, checkpoint_every=1)  # fmt: skip
         if rank == 0:
             checked.to_json(Path(out) / "checkpointed.json")
         # Interrupted mid-stream on both ranks (each reads the whole source), then resumed.
-        rows = RECIPES["activation-stats"].rows()
+        rows = analysis_class("activation-stats").example.rows()
         resumable = Path(checkpoint).with_name("interrupted")
         with contextlib.suppress(Interrupted):
             gl.run("activation-stats", adapter, failing(rows, 13), batch_size=3,

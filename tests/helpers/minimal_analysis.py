@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import geomlens as gl
-from geomlens.registry import ANALYSES
+from geomlens.analyses.registry import ANALYSES
 
 
 def register_minimal_analysis(name: str) -> type[gl.Analysis]:

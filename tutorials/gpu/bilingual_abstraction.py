@@ -25,6 +25,7 @@ import argparse
 from pathlib import Path
 
 import geomlens as gl
+from geomlens.atomic_files import atomic_write_text
 from geomlens.data.corpus import corpus_split
 from geomlens.experiments.causal_lm import (
     LINEARISATION_MODES,
@@ -32,7 +33,6 @@ from geomlens.experiments.causal_lm import (
     linearisation_summary,
     lm_loss_cost,
 )
-from geomlens.results import atomic_write_text
 
 #: The paper's numbers (Gemma 4 E2B, 18 concepts): α base → linearised, concepts up, CCGP.
 PAPER = {"alpha_base": 0.207, "alpha_linearized": 0.242, "up": "18/18", "ccgp": (0.944, 0.953)}

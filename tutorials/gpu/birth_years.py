@@ -35,10 +35,11 @@ import numpy as np
 
 import geomlens as gl
 from geomlens.analyses.profile_fits import FAMILIES, chosen_fit, fit_family, fitted_g
+from geomlens.atomic_files import atomic_save_figure, atomic_write_text
 from geomlens.data import stimuli
 from geomlens.data.choice_sets import has_chat_template, in_chat_template
-from geomlens.results import atomic_save_figure, atomic_write_text
-from geomlens.theory import resolution as theory
+from geomlens.data.prompts import birth_year_prompts
+from geomlens.theory.finite_sets import evaluate
 
 #: Families fitting equally well (AIC within this) must agree on ε within this factor.
 EQUAL_AIC = 2.0
@@ -166,7 +167,7 @@ def luce_prediction(
     similarity = np.interp(distances, d, g)
     predicted = []
     for n in counts:
-        accuracy = theory.evaluate(
+        accuracy = evaluate(
             distances,
             similarity,
             n,
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"{args.model}; n goes up to {n_max} instead of {args.n_max}."
         )
     counts = candidate_counts(n_max, args.n_step)
-    data = stimuli.birth_year_prompts(names, counts, args.trials, seed=args.seed)
+    data = birth_year_prompts(names, counts, args.trials, seed=args.seed)
     if chat:
         data = in_chat_template(data, adapter.tokenizer)
     result = gl.run(

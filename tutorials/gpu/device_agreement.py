@@ -24,9 +24,9 @@ from typing import Any
 import torch
 
 import geomlens as gl
+from geomlens.atomic_files import atomic_write_text
 from geomlens.data import concepts, stimuli
 from geomlens.data.corpus import stdlib_paragraphs
-from geomlens.results import atomic_write_text
 
 
 def random_sae(d_in: int, site: str, seed: int = 0) -> Any:

@@ -30,8 +30,8 @@ import argparse
 from pathlib import Path
 
 import geomlens as gl
+from geomlens.atomic_files import atomic_save_figure
 from geomlens.data.ood import feature_explosion_data
-from geomlens.results import atomic_save_figure
 
 
 def k_table(result: gl.Result) -> list[str]:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=Path("sae_feature_explosion"))
     args = parser.parse_args(argv)
 
-    from geomlens.sae import load_sae
+    from geomlens.sae.loading import load_sae
 
     if args.sae == "train":
         # No published SAE for this model: one trained on its own activations, with the
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
     elif args.backend == "hooked-transformer":
         from transformer_lens import HookedTransformer
 
-        from geomlens.hooks.embedded_lms import embedded_lm
+        from geomlens.models.embedded_lms import embedded_lm
 
         if embedded_lm(args.model) is not None:
             # The offline GGUF models load only through gl.load; HookedTransformer would ask

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 import geomlens as gl
+from geomlens.atomic_files import atomic_save_figure, atomic_write_text
 from geomlens.data.shapes import SHAPES, draw_scene, shapes_scenes
 from geomlens.experiments.vlm_shapes import CHANCE, ShapesOutcome, score_shapes
-from geomlens.results import atomic_save_figure, atomic_write_text
 
 QUESTION = (
     "Which shape is closest to the red cross: circle, square, triangle or star? "

@@ -1,4 +1,5 @@
-"""Built-in analyses (declared in :data:`geomlens.analyses.registry.BUILTINS`) and the base class."""
+"""The analyses: one folder per built-in (``geomlens/analyses/<name>/``, found by walking this
+package, see :mod:`geomlens.analyses.registry`), the base class and the machinery they share."""
 
 from geomlens.analyses import (  # noqa: F401  (geomlens.analyses.similarity, … stay attributes)
     abstraction,

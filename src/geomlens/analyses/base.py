@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from geomlens.analyses.option_types import check_option_types
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.inputs import ModelInputs
-from geomlens.hooks.pooling import pool_tokens
+from geomlens.analyses.spec import Example, MetricSpec
+from geomlens.inputs.encoding import ModelInputs
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 
@@ -101,6 +102,12 @@ class Analysis(ABC):
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[AnalysisConfig]] = AnalysisConfig
+    #: Other names the registry answers to (``"stats"`` for ``"activation-stats"``).
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: Small rows and options every contract check (:mod:`geomlens.testing`) runs it on.
+    example: ClassVar[Example | None] = None
+    #: Its metrics' words, units and headlines (the report and the number formatting read them).
+    metric_specs: ClassVar[tuple[MetricSpec, ...]] = ()
 
     def __init__(self, config: AnalysisConfig | None = None, **overrides: Any) -> None:
         if config is None:

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.data.stimuli import Metric, parse_metric
-from geomlens.hooks.base import LOGITS_SITE
+from geomlens.data.distances import Metric, parse_metric
+from geomlens.models.adapter import LOGITS_SITE
 from geomlens.plain_state import state_class
 
 #: Distinct distances above this count are grouped into equal-width bins (here and in

@@ -12,6 +12,7 @@ Formulas: docs/abstraction.md.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,9 +26,9 @@ from geomlens.analyses.alpha_scores import pairwise_alpha as pairwise_alpha  # r
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
 from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
-from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.inputs import to_device
-from geomlens.hooks.pooling import pool_tokens
+from geomlens.inputs.encoding import to_device
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.models.adapter import Adapter, layer_of
 from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.
@@ -387,7 +388,8 @@ def plot_by_layer(
             x, [r[column] for r in mine], linestyle, color=colour, marker="o", ms=3, label=label
         )
         if band is not None:
-            low, high = ([r[b] for r in mine] for b in band)
+            # An undefined end (NaN, null in a result read back from JSON) leaves a gap.
+            low, high = ([math.nan if r.get(b) is None else r[b] for r in mine] for b in band)
             axis.fill_between(x, low, high, alpha=0.15, color=colour)
     axis.set_xlabel("layer")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from geomlens.results import Result, atomic_save_figure
+from geomlens.atomic_files import atomic_save_figure
+from geomlens.results import Result
 
 if TYPE_CHECKING:
     from geomlens.analyses.base import Analysis
@@ -30,7 +31,7 @@ def plot(result: Result, path: str | os.PathLike[str] | None = None, **kwargs: A
     Raises ``NotImplementedError`` when the analysis has no figure, and the registry's
     ``UnknownNameError`` when the analysis that wrote the result is not installed here.
     """
-    from geomlens.analyses.catalog import analysis_class
+    from geomlens.analyses.registry import analysis_class
 
     analysis = analysis_class(result.analysis)
     if not has_plot(analysis):

@@ -30,14 +30,14 @@ import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
-from geomlens.hooks.base import Adapter, canonical_sites, layer_of
-from geomlens.hooks.config_fields import (
+from geomlens.inputs.encoding import ModelInputs, PaddingSide
+from geomlens.models.adapter import Adapter, canonical_sites, layer_of
+from geomlens.models.config_fields import (
     EMBED_WIDTH_FIELDS,
     MLP_WIDTH_FIELDS,
     RESIDUAL_WIDTH_FIELDS,
 )
-from geomlens.hooks.inputs import ModelInputs, PaddingSide
-from geomlens.hooks.widths import expected_widths, width_kind
+from geomlens.models.widths import expected_widths, width_kind
 
 DEFAULT_PROMPTS = (
     "The quick brown fox jumps over the lazy dog.",

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from geomlens.checks.conformance import additivity_errors, hidden_state_errors
-from geomlens.hooks.base import Adapter, canonical_sites, count_torch_hooks
-from geomlens.hooks.inputs import PaddingSide, encode_token_ids
+from geomlens.inputs.encoding import PaddingSide, encode_token_ids
+from geomlens.models.adapter import Adapter, canonical_sites, count_torch_hooks
 
 #: Token rows of different lengths, so that padding matters (ids exist in every tiny vocabulary).
 ROWS = ([5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17])
@@ -251,10 +251,10 @@ def _read(
 
 def _attach(backend: str, hf_model: torch.nn.Module) -> Adapter:
     if backend == "nnsight":
-        from geomlens.hooks.nnsight import NNsightAdapter
+        from geomlens.models.nnsight import NNsightAdapter
 
         return NNsightAdapter(hf_model)
-    from geomlens.hooks.transformer_lens import TransformerLensAdapter
+    from geomlens.models.transformer_lens import TransformerLensAdapter
 
     return TransformerLensAdapter.from_hf(hf_model)
 

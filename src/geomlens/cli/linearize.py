@@ -1,12 +1,12 @@
 """The ``--linearize LAYERS[:MODE]`` flag of ``geomlens run``: parsed, and turned into the
-linearisation (:mod:`geomlens.hooks.linearize`) it asks for."""
+linearisation (:mod:`geomlens.interventions.linearize`) it asks for."""
 
 from __future__ import annotations
 
 import contextlib
 
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.linearize import MODES
+from geomlens.interventions.linearize import MODES
+from geomlens.models.adapter import Adapter
 
 
 def parse_linearize_flag(text: str) -> tuple[list[int], str]:

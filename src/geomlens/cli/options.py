@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from geomlens.hooks.attach import DEFAULT_BACKEND, DEFAULT_MODEL
+from geomlens.models.attach import DEFAULT_BACKEND, DEFAULT_MODEL
 
 __all__ = [
     "DEFAULT_BACKEND",

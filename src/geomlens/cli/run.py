@@ -29,7 +29,7 @@ from geomlens.cli.options import (
     SeedOption,
     TrustRemoteCodeOption,
 )
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
@@ -49,8 +49,7 @@ def list_command(
     """List the registered analyses (built-ins and installed plugins)."""
     import dataclasses
 
-    from geomlens.analyses.catalog import analysis_class, list_analyses
-    from geomlens.analyses.registry import ANALYSES
+    from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
     from geomlens.report.plan import default_data_description
 
     for name in list_analyses():

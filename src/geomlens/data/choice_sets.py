@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.data.stimuli import _shipped_lines, choice_prompts
+from geomlens.data.prompts import choice_prompts
+from geomlens.data.stimuli import shipped_lines
 
 #: The shipped sets and what they hold (``similarity --option choice_set=NAME``).
 CHOICE_SETS = {
@@ -62,7 +63,7 @@ def shipped_choice_set(
         )
     elif name == "months":
         data = choice_prompts(
-            _shipped_lines("months.txt"),
+            shipped_lines("months.txt"),
             coordinates=range(12),
             metric="circular:12",
             candidates=candidates,

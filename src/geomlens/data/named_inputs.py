@@ -2,7 +2,7 @@
 
 A :class:`~geomlens.data.dataset.Dataset` may carry ``inputs`` (``{"pixel_values": array}``,
 ``{"images": [paths]}``); how a batch of them is encoded for a model is in
-:mod:`geomlens.hooks.tensor_inputs`.
+:mod:`geomlens.inputs.tensor_inputs`.
 """
 
 from __future__ import annotations

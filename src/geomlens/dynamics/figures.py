@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from geomlens.atomic_files import atomic_save_figure
 from geomlens.dynamics.overlay import site_layer
 from geomlens.dynamics.trajectory import HEADLINES
-from geomlens.results import atomic_save_figure
 
 
 def draw_analysis(

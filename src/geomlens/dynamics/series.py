@@ -239,11 +239,11 @@ class Series(Sequence[Checkpoint]):
         """An Adapter on ``checkpoint``'s weights (``gl.load`` for a folder or a revision,
         ``gl.attach`` for a module). A tokenizer that differs from the one of the checkpoints
         loaded before is refused, naming both."""
-        import geomlens as gl
+        from geomlens.models.attach import attach, load
 
         options = dict(self.load_options)
         if checkpoint.kind == "module":
-            adapter = gl.attach(
+            adapter = attach(
                 checkpoint.module,
                 backend=self.backend,
                 model_id=f"{self.source}@{checkpoint.label}",
@@ -254,12 +254,12 @@ class Series(Sequence[Checkpoint]):
             record = self.experiment(checkpoint)
             assert record is not None and checkpoint.source is not None
             module = load_experiment_network(record, checkpoint.source)
-            adapter = gl.attach(module, backend=self.backend, model_id=checkpoint.source)
+            adapter = attach(module, backend=self.backend, model_id=checkpoint.source)
         else:
             assert checkpoint.source is not None
             try:
                 with _quiet_loading():
-                    adapter = gl.load(
+                    adapter = load(
                         checkpoint.source,
                         backend=self.backend or "nnsight",
                         revision=checkpoint.revision,

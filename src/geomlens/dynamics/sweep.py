@@ -35,11 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from geomlens import engine
+from geomlens.analyses.registry import analysis_class
+from geomlens.atomic_files import atomic_write_text
 from geomlens.dynamics import trajectory as table
 from geomlens.dynamics.overlay import LEVELS, ExactAbstraction
 from geomlens.dynamics.series import Checkpoint, Series
 from geomlens.dynamics.series import series as make_series
-from geomlens.results import Result, atomic_write_text
+from geomlens.results import Result
 
 #: Options of ``gl.run`` itself (not of an analysis) that change what is measured.
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
@@ -98,13 +101,11 @@ def sweep(
     :mod:`geomlens.dynamics.overlay`). Other keywords are ``gl.run`` options (``site=``,
     ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
     """
-    import geomlens as gl
-
     names = [analyses] if isinstance(analyses, str) else list(analyses)
     if not names:
         raise ValueError("No analysis given; name one or more (see `geomlens list`).")
     for name in names:
-        gl.analysis_class(name)  # an unknown name fails here, listing the known ones
+        analysis_class(name)  # an unknown name fails here, listing the known ones
     if theory not in LEVELS:
         raise ValueError(f"Unknown theory level {theory!r}; use one of {', '.join(LEVELS)}.")
     if time not in TIME_AXES:
@@ -188,7 +189,7 @@ def sweep(
             started = clock.perf_counter()
             adapter = checkpoints.load(checkpoint)
             if data is None:
-                data = gl.analysis_class(names[0])(
+                data = analysis_class(names[0])(
                     **_options_of(names[0], configs, own_options)
                 ).default_data(adapter)
             chosen = {
@@ -196,7 +197,7 @@ def sweep(
                 for k, v in own_options.items()
                 if k in set().union(*(configs[n]["fields"] for n in missing))
             }
-            results = gl.run(
+            results = engine.run(
                 missing, adapter, data, seed=seed, distributed=False, progress=False,
                 **run_options, **chosen,
             )  # fmt: skip
@@ -266,12 +267,10 @@ def _resolve_options(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Each analysis's resolved config (its defaults filled in) and its option names; an option
     no analysis takes is refused here, before anything is written."""
-    import geomlens as gl
-
     configs: dict[str, dict[str, Any]] = {}
     used: set[str] = set()
     for name in names:
-        cls = gl.analysis_class(name)
+        cls = analysis_class(name)
         fields = {f.name for f in dataclasses.fields(cls.Config)}
         mine = {k: v for k, v in options.items() if k in fields}
         used.update(mine)
@@ -286,10 +285,8 @@ def _resolve_options(
 
 
 def _takes_option(names: Sequence[str], option: str) -> bool:
-    import geomlens as gl
-
     return any(
-        option in {f.name for f in dataclasses.fields(gl.analysis_class(n).Config)} for n in names
+        option in {f.name for f in dataclasses.fields(analysis_class(n).Config)} for n in names
     )
 
 

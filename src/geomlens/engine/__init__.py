@@ -1,5 +1,5 @@
 """The run: one pass over the data feeding every analysis (:mod:`geomlens.engine.feed`), with its
-checkpoints, data-parallel sharding, non-finite watch and defaults beside it.
+checkpoints, data-parallel sharding and benchmark harness beside it.
 
 ``geomlens.engine.stream`` and ``geomlens.engine.run`` are the public entry points (``gl.run``).
 """
@@ -13,7 +13,7 @@ from geomlens.engine.feed import (
     stream,
     union_sites,
 )
-from geomlens.hooks.batches import batch_indices
+from geomlens.inputs.batches import batch_indices
 
 __all__ = [
     "FeedSummary",

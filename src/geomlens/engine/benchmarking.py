@@ -16,16 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.analyses import catalog
 from geomlens.data.corpus import stdlib_paragraphs
 from geomlens.data.dataset import Dataset, as_dataset
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.batches import dataset_batches, encoded_batches
-
-
-def builtin_analyses() -> list[str]:
-    """The analyses that ship with geomlens (plugins left out)."""
-    return catalog.builtin_analyses()
+from geomlens.inputs.batches import dataset_batches, encoded_batches
+from geomlens.models.adapter import Adapter
 
 
 def corpus_texts(count: int) -> list[str]:

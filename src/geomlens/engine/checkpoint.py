@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis
+from geomlens.atomic_files import atomic_write_bytes
 from geomlens.data.dataset import Dataset
 from geomlens.engine.distributed import SINGLE_PROCESS, Shard
 from geomlens.plain_state import UnsafeStateError, read_file, to_bytes
-from geomlens.results import atomic_write_bytes
 
 #: 2: concept and SAE states hold device sums; a format-1 state does not fit them.
 CHECKPOINT_FORMAT = 2

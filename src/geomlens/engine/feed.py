@@ -23,11 +23,10 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis, Batch, RunContext
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.streaming import StreamedData, as_stream, is_streamed
 from geomlens.engine.checkpoint import Checkpoint, Progress, RowDigest
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.engine.distributed import (
     SINGLE_PROCESS,
     Shard,
@@ -35,18 +34,20 @@ from geomlens.engine.distributed import (
     current_shard,
     gather_to_main,
 )
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.batches import (
+from geomlens.hooks.finite_check import NonFiniteWatch
+from geomlens.inputs.batches import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_LENGTH,
     BatchRows,
     batch_indices,
     capture_batch,
     check_run_limits,
     encoded_batches,
 )
-from geomlens.hooks.fingerprint import weights_fingerprint
-from geomlens.hooks.finite_check import NonFiniteWatch
-from geomlens.hooks.inputs import PaddingSide
-from geomlens.hooks.linearize import active_linearizations
+from geomlens.inputs.encoding import ModelInputs, PaddingSide
+from geomlens.interventions.linearize import active_linearizations
+from geomlens.models.adapter import Adapter
+from geomlens.models.fingerprint import weights_fingerprint
 from geomlens.progress import bar as progress_bar
 from geomlens.progress import phase, showing_progress
 from geomlens.results import Result
@@ -201,6 +202,184 @@ def _numbered_batches(
             yield number, chunk, local, number * batch_size + local
 
 
+@dataclass
+class _Resume:
+    """Where a checkpoint left this rank, and the check that the data are the same rows.
+
+    Rows already folded in are read again (not run) and hashed; the digest must equal the
+    checkpoint's before the first new batch runs (or at the end, when every batch was saved).
+    """
+
+    done: Progress
+    resumed_rows: int
+    checking: bool
+    digest: RowDigest = dataclasses.field(default_factory=RowDigest)
+    verified: bool = False
+
+    @classmethod
+    def start(
+        cls, analyses: Sequence[Analysis], checkpoint: Checkpoint | None, device: torch.device
+    ) -> _Resume:
+        saved = checkpoint.load(device) if checkpoint is not None else None
+        if saved is None:
+            return cls(Progress(), 0, checking=checkpoint is not None, verified=True)
+        for analysis, state in zip(analyses, saved.states):
+            analysis.load_state_dict(state)
+        return cls(saved.progress, saved.progress.rows, checking=True)
+
+    def verify(self) -> None:
+        if self.verified:
+            return
+        if self.digest.rows != self.done.rows or self.digest.hexdigest() != self.done.digest:
+            raise ValueError(
+                f"The data differ from the checkpointed run's: its first {self.done.rows} rows "
+                f"(this rank's) are not the rows read now ({self.digest.rows} rows, other "
+                "content). Resume with the same data in the same order, or use another "
+                "checkpoint directory."
+            )
+        self.verified = True
+
+
+@dataclass
+class _NumberedBatch:
+    """One batch of this shard to run: its number, the rows it holds and their inputs."""
+
+    number: int
+    chunk: Dataset
+    index: np.ndarray
+    inputs: ModelInputs
+
+
+@dataclass
+class _PassTally:
+    """What the loop adds up as it runs (the tokens stay a device tensor until the end)."""
+
+    tokens: torch.Tensor
+    rows: int
+    shared_seconds: float = 0.0
+    update_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    since_save: int = 0
+    shown_at: float = dataclasses.field(default_factory=time.monotonic)
+
+
+def _setup_analyses(analyses: Sequence[Analysis], context: RunContext) -> dict[str, float]:
+    """Each analysis not set up yet prepares itself; seconds each took, by name."""
+    seconds = dict.fromkeys((a.name for a in analyses), 0.0)
+    for analysis in analyses:
+        if analysis.context is None:
+            started = time.perf_counter()
+            analysis.setup(context)
+            seconds[analysis.name] = time.perf_counter() - started
+    return seconds
+
+
+def _rows_of_shard(
+    data: Dataset | StreamedData, rows: np.ndarray | None, batch_size: int, shard: Shard
+) -> int | None:
+    """How many rows this shard reads (None when a streamed shard's share is unknown)."""
+    if isinstance(data, Dataset):
+        length = len(data) if rows is None else len(rows)
+        block = shard.block(-(-length // batch_size))
+        return max(0, min(block.stop * batch_size, length) - block.start * batch_size)
+    return data.length if shard.world_size == 1 else None
+
+
+def _progress_bar(total: int | None, shard: Shard, settings: RunSettings) -> Any:
+    return progress_bar(
+        total=total,
+        desc="geomlens",
+        unit="row",
+        # None: tqdm decides (shown on a terminal only); one bar per job, on rank 0.
+        disable=True
+        if not shard.is_main
+        else (None if settings.progress is None else not settings.progress),
+        leave=False,
+    )
+
+
+def _batches_to_run(
+    adapter: Adapter,
+    data: Dataset | StreamedData,
+    settings: RunSettings,
+    rows: np.ndarray | None,
+    shard: Shard,
+    resume: _Resume,
+    bar: Any,
+) -> Iterator[_NumberedBatch]:
+    """This shard's batches, encoded; those folded in before the checkpoint are read, hashed
+    and skipped, and the data are checked against the checkpoint before the first new one."""
+    sized = isinstance(data, Dataset)
+    numbered = _numbered_batches(data, rows, settings.batch_size, shard)
+    for number, chunk, index, global_rows in numbered:
+        if number < resume.done.next_batch:  # folded in before the checkpoint
+            if resume.checking:
+                resume.digest.update(chunk, index)
+            bar.update(len(index))
+            continue
+        resume.verify()
+        (inputs,) = encoded_batches(
+            adapter,
+            [BatchRows(chunk, index, None if sized else global_rows)],
+            padding_side=settings.padding_side,
+            max_length=settings.max_length,
+        )
+        yield _NumberedBatch(number, chunk, index, inputs)
+
+
+def _run_batch(
+    analyses: Sequence[Analysis],
+    adapter: Adapter,
+    sites: Sequence[str],
+    batch: _NumberedBatch,
+    finite: NonFiniteWatch,
+    tally: _PassTally,
+) -> None:
+    """One forward pass, every analysis updated; nothing of the batch is kept."""
+    inputs = batch.inputs
+    started = time.perf_counter()
+    captured = capture_batch(adapter, inputs, sites)
+    fed = Batch(captured.activations, inputs, batch.chunk.column_batch(batch.index))
+    finite.update(batch.number, fed.activations, inputs.attention_mask, inputs.index)
+    tally.shared_seconds += time.perf_counter() - started
+    for analysis in analyses:
+        started = time.perf_counter()
+        analysis.update(fed)
+        tally.update_seconds[analysis.name] += time.perf_counter() - started
+    tally.tokens += inputs.attention_mask.sum()
+    tally.rows += len(batch.index)
+    del fed, inputs, captured  # nothing of a finished batch outlives its iteration
+
+
+def _show_tokens(bar: Any, tally: _PassTally, done: Progress) -> None:
+    """The token count on the progress bar, read from the device at most once a second."""
+    if not bar.disable and time.monotonic() - tally.shown_at > 1.0:
+        bar.set_postfix(tokens=int(tally.tokens + done.tokens), refresh=False)
+        tally.shown_at = time.monotonic()
+
+
+def _after_batch_checkpoint(
+    analyses: Sequence[Analysis],
+    checkpoint: Checkpoint,
+    batch: _NumberedBatch,
+    resume: _Resume,
+    finite: NonFiniteWatch,
+    tally: _PassTally,
+) -> None:
+    """Record the batch in the row digest; every ``checkpoint.every`` batches, save."""
+    resume.digest.update(batch.chunk, batch.index)
+    done = Progress(
+        batch.number + 1, resume.digest.rows, resume.done.tokens, resume.digest.hexdigest()
+    )
+    resume.done = done
+    tally.since_save += 1
+    if tally.since_save >= checkpoint.every:
+        done.tokens += int(tally.tokens)
+        tally.tokens.zero_()
+        finite.raise_if_any()  # never checkpoint a state holding NaN
+        checkpoint.save(analyses, done)
+        tally.since_save = 0
+
+
 def _feed(
     analyses: Sequence[Analysis],
     adapter: Adapter,
@@ -217,118 +396,40 @@ def _feed(
     the device and are read for the progress bar at most once a second), so a GPU run is never
     stalled by the loop itself.
     """
-    sized = isinstance(data, Dataset)
-    batch_size = settings.batch_size
     columns = tuple(data.columns)
     _check_columns(analyses, columns)
     sites = union_sites(analyses, adapter)
     num_examples = len(data) if isinstance(data, Dataset) else data.length
     context = RunContext(adapter, num_examples, settings.seed, columns)
-    setup_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
-    for analysis in analyses:
-        if analysis.context is None:
-            setup_started = time.perf_counter()
-            analysis.setup(context)
-            setup_seconds[analysis.name] = time.perf_counter() - setup_started
-    saved = checkpoint.load(adapter.device) if checkpoint is not None else None
-    done = saved.progress if saved is not None else Progress()
-    if saved is not None:
-        for analysis, state in zip(analyses, saved.states):
-            analysis.load_state_dict(state)
-    digest, verified = RowDigest(), saved is None
-
-    def verify() -> None:
-        if digest.rows != done.rows or digest.hexdigest() != done.digest:
-            raise ValueError(
-                f"The data differ from the checkpointed run's: its first {done.rows} rows (this "
-                f"rank's) are not the rows read now ({digest.rows} rows, other content). Resume "
-                "with the same data in the same order, or use another checkpoint directory."
-            )
-
-    total: int | None
-    if isinstance(data, Dataset):
-        length = len(data) if rows is None else len(rows)
-        block = shard.block(-(-length // batch_size))
-        total = max(0, min(block.stop * batch_size, length) - block.start * batch_size)
-    else:
-        total = data.length if shard.world_size == 1 else None
-    bar = progress_bar(
-        total=total,
-        desc="geomlens",
-        unit="row",
-        # None: tqdm decides (shown on a terminal only); one bar per job, on rank 0.
-        disable=True
-        if not shard.is_main
-        else (None if settings.progress is None else not settings.progress),
-        leave=False,
+    setup_seconds = _setup_analyses(analyses, context)
+    resume = _Resume.start(analyses, checkpoint, adapter.device)
+    bar = _progress_bar(_rows_of_shard(data, rows, settings.batch_size, shard), shard, settings)
+    tally = _PassTally(
+        tokens=torch.zeros((), dtype=torch.long, device=adapter.device),
+        rows=resume.done.rows,
+        update_seconds=dict.fromkeys((a.name for a in analyses), 0.0),
     )
-    tokens = torch.zeros((), dtype=torch.long, device=adapter.device)
     finite = NonFiniteWatch()
-    shared_seconds = 0.0
-    update_seconds = dict.fromkeys((a.name for a in analyses), 0.0)
-    shown_at = time.monotonic()
-    since_save, rows_done = 0, done.rows
-    current: list[tuple[int, Dataset, np.ndarray]] = []  # the batch being encoded
-
-    def batches_to_run() -> Iterator[BatchRows]:
-        nonlocal verified
-        for number, chunk, index, global_rows in _numbered_batches(data, rows, batch_size, shard):
-            if number < done.next_batch:  # folded in before the checkpoint: read, check, skip
-                if checkpoint is not None:
-                    digest.update(chunk, index)
-                bar.update(len(index))
-                continue
-            if not verified:
-                verify()
-                verified = True
-            current[:] = [(number, chunk, index)]
-            yield BatchRows(chunk, index, None if sized else global_rows)
-
     with bar:
-        to_run = batches_to_run()
-        for inputs in encoded_batches(
-            adapter, to_run, padding_side=settings.padding_side, max_length=settings.max_length
-        ):
-            ((number, chunk, index),) = current
-            batch_started = time.perf_counter()
-            captured = capture_batch(adapter, inputs, sites)
-            batch = Batch(captured.activations, inputs, chunk.column_batch(index))
-            finite.update(number, batch.activations, inputs.attention_mask, inputs.index)
-            shared_seconds += time.perf_counter() - batch_started
-            for analysis in analyses:
-                update_started = time.perf_counter()
-                analysis.update(batch)
-                update_seconds[analysis.name] += time.perf_counter() - update_started
-            tokens += inputs.attention_mask.sum()
-            del batch, inputs, captured  # nothing of a finished batch outlives its iteration
-            rows_done += len(index)
-            bar.update(len(index))
-            if not bar.disable and time.monotonic() - shown_at > 1.0:
-                bar.set_postfix(tokens=int(tokens + done.tokens), refresh=False)
-                shown_at = time.monotonic()
+        for batch in _batches_to_run(adapter, data, settings, rows, shard, resume, bar):
+            _run_batch(analyses, adapter, sites, batch, finite, tally)
+            bar.update(len(batch.index))
+            _show_tokens(bar, tally, resume.done)
             if checkpoint is not None:
-                digest.update(chunk, index)
-                done = Progress(number + 1, digest.rows, done.tokens, digest.hexdigest())
-                since_save += 1
-                if since_save >= checkpoint.every:
-                    done.tokens += int(tokens)
-                    tokens.zero_()
-                    finite.raise_if_any()  # never checkpoint a state holding NaN
-                    checkpoint.save(analyses, done)
-                    since_save = 0
-    if not verified:  # everything was in the checkpoint
-        verify()
+                _after_batch_checkpoint(analyses, checkpoint, batch, resume, finite, tally)
+    resume.verify()  # everything was in the checkpoint: checked now
     finite.raise_if_any()
     summary = FeedSummary(
         sites,
-        rows=rows_done,
-        tokens=tokens + done.tokens,
-        shared_seconds=shared_seconds,
-        update_seconds=update_seconds,
+        rows=tally.rows,
+        tokens=tally.tokens + resume.done.tokens,
+        shared_seconds=tally.shared_seconds,
+        update_seconds=tally.update_seconds,
         setup_seconds=setup_seconds,
-        resumed_rows=saved.progress.rows if saved is not None else 0,
+        resumed_rows=resume.resumed_rows,
     )
     if checkpoint is not None:
+        done = resume.done
         done.tokens, done.complete = int(summary.tokens), True
         checkpoint.save(analyses, done)
     return summary
@@ -434,33 +535,15 @@ def run(
     disjoint shard, rank 0 folds the states and finalises, and every rank returns the results.
     See docs/scale.md.
     """
-    from geomlens.hooks.attach import attach
+    from geomlens.models.attach import attach
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
-        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
+    _check_seed(seed)
     settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
     dataset = prepare_data(data, adapter)
-    shard = current_shard() if distributed is not False else SINGLE_PROCESS
-    if distributed and shard.world_size == 1:
-        raise ValueError(
-            "distributed=True needs an initialised torch.distributed process group (start with "
-            "torchrun, or call torch.distributed.init_process_group first)."
-        )
-    # What must match for a checkpoint to resume. The data are checked by content instead: a
-    # digest of the rows already folded in (see RowDigest), whatever object delivers them.
-    run_arguments = {
-        "analyses": {a.name: a.config.to_dict() for a in built},
-        "model": adapter.describe(),
-        "interventions": [site for site, _ in adapter.active_edits],
-        "linearizations": active_linearizations(adapter),
-        **settings.recorded(),
-        "world_size": shard.world_size,
-    }
-    if shard.world_size > 1:  # which batches a rank ran depends on how the data were dealt
-        run_arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
+    shard = _shard(distributed)
+    run_arguments = _run_arguments(built, adapter, dataset, settings, shard)
     saver = None
     if checkpoint is not None:
         # The same path may hold other weights by now (a model retrained into its folder).
@@ -480,49 +563,134 @@ def run(
     results: dict[str, Result] | None = None
     if gathered is not None:
         _fold_ranks(built, [states for states, _, _ in gathered])
-        provenance = {
-            **adapter.describe(),
-            "sites": summary.sites,
-            "seed": seed,
-            "num_examples": sum(rows for _, rows, _ in gathered),
-            "num_tokens": sum(tokens for _, _, tokens in gathered),
-            "data_source": dataset.describe_source()
-            if isinstance(dataset, Dataset)
-            else dataset.describe()["source"],
-            "batch_size": batch_size,
-            "padding_side": padding_side,
-            "max_length": max_length,
-            "device": str(adapter.device),
-            "world_size": shard.world_size,
-            "fused_with": [a.name for a in built],
-            # A result computed under an intervention must say so: the sites edited, in order.
-            "interventions": run_arguments["interventions"],
-            # MLP activations linearised during the run (adapter.linearize): layers and mode.
-            "linearizations": run_arguments["linearizations"],
-            # Whether code shipped with the model's files ran when it was loaded (gl.load).
-            "trust_remote_code": bool(getattr(adapter, "trust_remote_code", False)),
-            "versions": library_versions(),
-            "forward_seconds": round(elapsed, 4),
-        }
-        if saver is not None:
-            provenance["checkpoint"] = str(saver.directory)
-            # Rows (this rank's) already in the checkpoint when the run started: 0 when fresh.
-            provenance["resumed_rows"] = summary.resumed_rows
-        results = {}
-        for analysis in built:
-            finalize_start = time.perf_counter()
-            with showing_progress(shown), phase(f"{analysis.name}: computing its results"):
-                result = analysis.finalize()
-            finalize_seconds = time.perf_counter() - finalize_start
-            result.config = analysis.config.to_dict()
-            result.provenance = {
-                **provenance,
-                "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
-                "finalize_seconds": round(finalize_seconds, 4),
-                **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
-            }
-            results[analysis.name] = result
+        pass_record = _PassRecord(
+            summary=summary,
+            num_examples=sum(rows for _, rows, _ in gathered),
+            num_tokens=sum(tokens for _, _, tokens in gathered),
+            seconds=elapsed,
+            checkpoint=saver,
+        )
+        provenance = _provenance(
+            adapter, dataset, settings, shard, built, run_arguments, pass_record
+        )
+        results = _finalize(built, adapter, summary, provenance, shown)
     results = broadcast_from_main(results, shard)
     if isinstance(analyses, (str, Analysis, type)):
         return results[built[0].name]
+    return results
+
+
+def _check_seed(seed: Any) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
+        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
+
+
+def _shard(distributed: bool | None) -> Shard:
+    """This process's shard: the process group's (None: whenever there is one) or the whole."""
+    shard = current_shard() if distributed is not False else SINGLE_PROCESS
+    if distributed and shard.world_size == 1:
+        raise ValueError(
+            "distributed=True needs an initialised torch.distributed process group (start with "
+            "torchrun, or call torch.distributed.init_process_group first)."
+        )
+    return shard
+
+
+def _run_arguments(
+    built: Sequence[Analysis],
+    adapter: Adapter,
+    dataset: Dataset | StreamedData,
+    settings: RunSettings,
+    shard: Shard,
+) -> dict[str, Any]:
+    """What must match for a checkpoint to resume. The data are checked by content instead: a
+    digest of the rows already folded in (see RowDigest), whatever object delivers them."""
+    arguments = {
+        "analyses": {a.name: a.config.to_dict() for a in built},
+        "model": adapter.describe(),
+        "interventions": [site for site, _ in adapter.active_edits],
+        "linearizations": active_linearizations(adapter),
+        **settings.recorded(),
+        "world_size": shard.world_size,
+    }
+    if shard.world_size > 1:  # which batches a rank ran depends on how the data were dealt
+        arguments["sharding"] = "blocks" if isinstance(dataset, Dataset) else "round-robin"
+    return arguments
+
+
+@dataclass(frozen=True)
+class _PassRecord:
+    """The pass as every rank ran it, gathered on rank 0."""
+
+    summary: FeedSummary
+    num_examples: int
+    num_tokens: int
+    seconds: float
+    checkpoint: Checkpoint | None
+
+
+def _provenance(
+    adapter: Adapter,
+    dataset: Dataset | StreamedData,
+    settings: RunSettings,
+    shard: Shard,
+    built: Sequence[Analysis],
+    run_arguments: dict[str, Any],
+    record: _PassRecord,
+) -> dict[str, Any]:
+    """What every result of the pass records about how it was made."""
+    provenance = {
+        **adapter.describe(),
+        "sites": record.summary.sites,
+        "seed": settings.seed,
+        "num_examples": record.num_examples,
+        "num_tokens": record.num_tokens,
+        "data_source": dataset.describe_source()
+        if isinstance(dataset, Dataset)
+        else dataset.describe()["source"],
+        "batch_size": settings.batch_size,
+        "padding_side": settings.padding_side,
+        "max_length": settings.max_length,
+        "device": str(adapter.device),
+        "world_size": shard.world_size,
+        "fused_with": [a.name for a in built],
+        # A result computed under an intervention must say so: the sites edited, in order.
+        "interventions": run_arguments["interventions"],
+        # MLP activations linearised during the run (adapter.linearize): layers and mode.
+        "linearizations": run_arguments["linearizations"],
+        # Whether code shipped with the model's files ran when it was loaded (gl.load).
+        "trust_remote_code": bool(getattr(adapter, "trust_remote_code", False)),
+        "versions": library_versions(),
+        "forward_seconds": round(record.seconds, 4),
+    }
+    if record.checkpoint is not None:
+        provenance["checkpoint"] = str(record.checkpoint.directory)
+        # Rows (this rank's) already in the checkpoint when the run started: 0 when fresh.
+        provenance["resumed_rows"] = record.summary.resumed_rows
+    return provenance
+
+
+def _finalize(
+    built: Sequence[Analysis],
+    adapter: Adapter,
+    summary: FeedSummary,
+    provenance: dict[str, Any],
+    shown: bool | None,
+) -> dict[str, Result]:
+    """Each analysis's result, with its config, the shared provenance and its own cost."""
+    results = {}
+    for analysis in built:
+        finalize_start = time.perf_counter()
+        with showing_progress(shown), phase(f"{analysis.name}: computing its results"):
+            result = analysis.finalize()
+        finalize_seconds = time.perf_counter() - finalize_start
+        result.config = analysis.config.to_dict()
+        result.provenance = {
+            **provenance,
+            "analysis_sites": [adapter.resolve_site(s) for s in analysis.sites(adapter)],
+            "finalize_seconds": round(finalize_seconds, 4),
+            **analysis_cost(summary, analysis.name, finalize_seconds, len(built)),
+        }
+        results[analysis.name] = result
     return results

@@ -30,8 +30,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from geomlens.atomic_files import atomic_write_text
 from geomlens.dynamics.schedule import spec_steps
-from geomlens.results import atomic_write_text
 from geomlens.theory import abstraction
 from geomlens.theory.abstraction_sim import initial_weights, two_factor_data
 

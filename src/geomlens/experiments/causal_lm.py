@@ -33,7 +33,7 @@ from geomlens.data.concepts import bilingual_concepts
 from geomlens.data.corpus import corpus_split, stdlib_paragraphs
 from geomlens.data.dataset import Dataset
 from geomlens.engine import run
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 #: The abstraction paper's numbers (Gemma 4 E2B, 18 concepts): α base → linearised (identity).

@@ -5,7 +5,7 @@ digits ``|a − b|``; for birds a phylogenetic distance). A network's learned si
 two images is ``g = max(0, cos(h_x, h_y))`` of their embeddings (non-negative, as the Luce choice
 rule needs; ``g = 1`` for identical embeddings). The class-level similarity ``G[p, x]`` is the mean
 ``g`` between images of class ``p`` and images of class ``x`` (distinct images only), and
-:func:`geomlens.theory.resolution.evaluate` turns ``G`` and the class distances into the expected
+:func:`geomlens.theory.finite_sets.evaluate` turns ``G`` and the class distances into the expected
 accuracies of the two tests (docs/vision.md):
 
 - similarity (generalisation): probe class ``p`` and two candidate classes; the correct answer is
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.theory import resolution
+from geomlens.theory import finite_sets, resolution
 
 ClassDistance = Callable[[Any, Any], float]
 
@@ -88,7 +88,7 @@ def tradeoff_point(
     distances = np.array([[float(class_distance(p, x)) for x in classes] for p in classes])
     weights = np.array([(labels == c).sum() for c in classes], dtype=float)
     similarity = class_similarity(embeddings, labels, classes)
-    p_s, p_i = resolution.evaluate(distances, similarity, n=2, weights=weights)
+    p_s, p_i = finite_sets.evaluate(distances, similarity, n=2, weights=weights)
     position = resolution.nearest_on_front(p_s, p_i, resolution.pareto_front(2001))
     return TradeoffPoint(
         p_s=float(p_s),
@@ -116,8 +116,8 @@ def embed_with(
     output flattened).
     """
     from geomlens.data.dataset import Dataset
-    from geomlens.hooks.attach import attach
-    from geomlens.hooks.batches import captured_batches, dataset_batches
+    from geomlens.inputs.batches import captured_batches, dataset_batches
+    from geomlens.models.attach import attach
 
     adapter = attach(model, model_id=model_id) if not _is_adapter(model) else model
     named = dict(inputs) if isinstance(inputs, dict) else {"pixel_values": inputs}
@@ -130,7 +130,7 @@ def embed_with(
 
 
 def _is_adapter(model: Any) -> bool:
-    from geomlens.hooks.base import Adapter
+    from geomlens.models.adapter import Adapter
 
     return isinstance(model, Adapter)
 

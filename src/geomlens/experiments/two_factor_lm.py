@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
+from geomlens.atomic_files import atomic_write_text
 from geomlens.dynamics.schedule import spec_steps
-from geomlens.results import atomic_write_text
 
 MALE = ("king", "man", "boy", "father", "prince", "uncle", "brother", "son")
 FEMALE = ("queen", "woman", "girl", "mother", "princess", "aunt", "sister", "daughter")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from geomlens.data.shapes import SHAPES, ShapesScene, shapes_task
-from geomlens.hooks.inputs import PaddingSide
+from geomlens.inputs.encoding import PaddingSide
 
 CHANCE = 1 / len(SHAPES)
 

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from geomlens.hooks.attach import BUNDLED_MINILM_NAMES
+from geomlens.models.attach import BUNDLED_MINILM_NAMES
 from geomlens.results import Result
 
-#: The causal LM of the default report (an embedded model: see geomlens.hooks.embedded_lms).
+#: The causal LM of the default report (an embedded model: see geomlens.models.embedded_lms).
 DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"
 #: Folder of the section's files inside the report folder.
 SECTION_FOLDER = "causal-lm"

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from geomlens.atomic_files import atomic_save_figure
 from geomlens.report.readings import layer_label, number, per_site
-from geomlens.results import Result, atomic_save_figure
+from geomlens.results import Result
 
 if TYPE_CHECKING:
     from geomlens.analyses.base import Analysis

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class
 from geomlens.formatting import (
     duration,
     layer_label,

@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses import catalog
 from geomlens.analyses.base import Analysis
-from geomlens.analyses.catalog import analysis_class
+from geomlens.analyses.registry import analysis_class
 from geomlens.data.dataset import Dataset, as_dataset, select_rows
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 
 #: Rows a ``--quick`` pass keeps at most (before each group's minimum is added back).
 QUICK_ROWS = 64
@@ -74,11 +73,6 @@ class PlanFailure:
 
     name: str
     error: str
-
-
-def builtin_analyses() -> list[str]:
-    """Names of the analyses that ship with geomlens (plugins are run only when named)."""
-    return catalog.builtin_analyses()
 
 
 def dataset_fingerprint(dataset: Dataset) -> str:
@@ -142,7 +136,7 @@ def first_paragraph(function: Any) -> str:
 def default_data_description(cls: type[Analysis]) -> str:
     """What ``cls`` runs on when given no data, in words: the first paragraph of its
     ``default_data`` docstring (the base class's: the bundled corpus)."""
-    from geomlens.engine.defaults import DEFAULT_CORPUS_SIZE
+    from geomlens.data.corpus import DEFAULT_CORPUS_SIZE
 
     method = cls.default_data
     if method is Analysis.default_data:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from geomlens.analyses.catalog import analysis_class
-from geomlens.engine.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.analyses.registry import analysis_class, builtin_analyses
+from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
@@ -32,7 +32,6 @@ from geomlens.report.plan import (
     PlannedAnalysis,
     ReportPass,
     build_analysis,
-    builtin_analyses,
     first_paragraph,
     plan_passes,
     planned_name,
@@ -211,7 +210,7 @@ def run_causal_lm_section(
     ``unavailable`` with the one-line reason, which the page shows; the encoder report is
     still written and its exit status is not changed by it.
     """
-    from geomlens.hooks.attach import load
+    from geomlens.models.attach import load
 
     section = CausalLMSection(model)
     started = time.perf_counter()
@@ -296,7 +295,7 @@ def build_report(
     ``out/causal-lm/``; ``causal_lm`` names another causal LM for it, or ``"none"``.
     """
     from geomlens.engine import library_versions
-    from geomlens.hooks.attach import attach, load
+    from geomlens.models.attach import attach, load
     from geomlens.report.page import write_report
 
     names = list(analyses) if analyses else builtin_analyses()

@@ -49,7 +49,7 @@ class TrainingConfig:
     ``exclude_special_tokens``."""
     sink_norm_ratio: float | None = 10.0
     """Train without attention sinks: positions whose activation norm exceeds this many times
-    the median of their row's other tokens (``geomlens.hooks.content_tokens``; None: keep)."""
+    the median of their row's other tokens (``geomlens.inputs.content_tokens``; None: keep)."""
     seed: int = 0
 
     def __post_init__(self) -> None:

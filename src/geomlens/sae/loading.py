@@ -18,9 +18,9 @@ import torch
 from sae_lens import SAE
 from safetensors import SafetensorError
 
-from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.sites import EMBED_SITE, LOGITS_SITE
-from geomlens.hooks.widths import expected_widths, width_kind
+from geomlens.models.adapter import Adapter, layer_of
+from geomlens.models.sites import EMBED_SITE, LOGITS_SITE
+from geomlens.models.widths import expected_widths, width_kind
 
 #: Files sae-lens writes with ``save_model`` / ``save_inference_model``.
 SAE_FILES = ("cfg.json", "sae_weights.safetensors")

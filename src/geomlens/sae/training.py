@@ -25,14 +25,14 @@ from sae_lens.saes.sae import SAEMetadata
 from sae_lens.saes.standard_sae import StandardTrainingSAE, StandardTrainingSAEConfig
 from sae_lens.training.sae_trainer import SAETrainer
 
+from geomlens.atomic_files import atomic_write_text
 from geomlens.data.dataset import Dataset, as_dataset
-from geomlens.hooks.base import Adapter
-from geomlens.hooks.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
-from geomlens.hooks.content_tokens import select_tokens, special_token_ids
-from geomlens.hooks.fingerprint import weights_fingerprint
 from geomlens.hooks.finite_check import NonFiniteWatch
-from geomlens.hooks.positions import max_positions
-from geomlens.results import atomic_write_text
+from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
+from geomlens.inputs.content_tokens import select_tokens, special_token_ids
+from geomlens.inputs.positions import max_positions
+from geomlens.models.adapter import Adapter
+from geomlens.models.fingerprint import weights_fingerprint
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig, default_training
 from geomlens.sae.loading import read_sae_folder
@@ -66,12 +66,12 @@ def activation_batches(
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
     Each chunk of ``rows_per_chunk`` texts goes through the batch loop
-    (:func:`geomlens.hooks.batches.captured_batches`: one forward pass per batch, nothing else
+    (:func:`geomlens.inputs.batches.captured_batches`: one forward pass per batch, nothing else
     kept), its real tokens are shuffled, and batches are cut from them, ``passes`` times over
     (reshuffled); tokens left over carry into the next chunk. Row order is reshuffled every
     cycle through the data. A NaN or Inf in the activations stops training, naming the rows.
     ``exclude_special`` and ``sink_norm_ratio`` leave special tokens and attention sinks out
-    (``geomlens.hooks.content_tokens``).
+    (``geomlens.inputs.content_tokens``).
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
 

@@ -30,7 +30,7 @@ def plugin_names(name: str) -> dict[str, str]:
 
 def check_name(name: str) -> None:
     """Refuse names that would not make a valid package or that clash with an analysis."""
-    from geomlens.analyses.catalog import list_analyses
+    from geomlens.analyses.registry import list_analyses
 
     if not NAME_PATTERN.fullmatch(name):
         raise ValueError(

@@ -30,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from geomlens.theory._atomic import atomic_save_figure
+from geomlens.atomic_files import atomic_save_figure
 from geomlens.theory.resolution import N2_MEANING, PLANE_AXES
 
 Curve = tuple[ArrayLike, ArrayLike]

@@ -6,7 +6,7 @@ and choices follow the Luce rule. Training minimises λ_sim · (similarity NLL o
 probe and n candidates, n = 2 by default: the paper's 3-item trials) + λ_rec · MSE(ReLU(WᵀW x),
 x), optionally with weight decay, as the paper's released code allows.
 After every epoch the exact expected (p_S, p_I) of the learned similarity matrix
-(:func:`geomlens.theory.resolution.evaluate`) and its distance profile g(d) are recorded, to
+(:func:`geomlens.theory.finite_sets.evaluate`) and its distance profile g(d) are recorded, to
 be compared with Proposition 1's front (:func:`~geomlens.theory.resolution.linear_decay_front`).
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from geomlens.theory.resolution import evaluate
+from geomlens.theory.finite_sets import evaluate
 
 __all__ = [
     "ToyConfig",

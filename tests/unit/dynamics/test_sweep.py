@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import geomlens
 import geomlens as gl
+import geomlens.engine
 from geomlens.experiments import two_factor_lm
 
 FAST = {"n_bootstrap": 0, "n_shuffles": 0}
@@ -21,9 +21,9 @@ class Stop(Exception):
 
 
 def counting_run(monkeypatch, stop_after=None):
-    """Wrap gl.run: record each checkpoint measured, and fail after ``stop_after`` of them."""
+    """Wrap the engine's run (what gl.run is): record each checkpoint measured, and fail after ``stop_after`` of them."""
     calls: list[str] = []
-    real = geomlens.run
+    real = geomlens.engine.run
 
     def run(analyses, adapter, *args, **kwargs):
         if stop_after is not None and len(calls) == stop_after:
@@ -31,7 +31,7 @@ def counting_run(monkeypatch, stop_after=None):
         calls.append(adapter.model_id)
         return real(analyses, adapter, *args, **kwargs)
 
-    monkeypatch.setattr(geomlens, "run", run)
+    monkeypatch.setattr(geomlens.engine, "run", run)
     return calls
 
 

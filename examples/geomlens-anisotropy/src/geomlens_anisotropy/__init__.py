@@ -56,3 +56,14 @@ class Anisotropy(Analysis):
         n = self.count
         mean_cosine = (self.unit_sum.square().sum().item() - n) / (n * (n - 1))
         return Result(self.name, metrics={"mean_cosine": mean_cosine, "inputs": float(n)})
+
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        """A bar of the mean cosine (0: isotropic; 1: every input points one way)."""
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=kwargs.get("figsize", (3, 3)))
+        axis = figure.subplots()
+        axis.bar(["mean cosine"], [result.metrics["mean_cosine"]])
+        axis.set_ylim(min(0.0, result.metrics["mean_cosine"]), 1.0)
+        return figure

@@ -10,6 +10,9 @@ other condition is an out-of-distribution set scored by mean (or max) k, with AU
 LMs (through the ``logits`` site), or an output-space fidelity on encoders (1 − cosine of the
 final hidden states, named in the result). A feature-shuffle ablation permutes latent indices
 before decoding (same L0, broken semantics). docs/sae.md gives every formula.
+
+This folder holds everything about the analysis (the class, its options, example, metric specs,
+reading and figure); the registry finds it by ``ANALYSIS``.
 """
 
 # Each submodule's ``__all__`` names what it contributes here: one list per name, no copy to drift.
@@ -24,3 +27,5 @@ __all__ += analysis.__all__
 __all__ += config.__all__
 __all__ += counting.__all__
 __all__ += splicing.__all__
+
+ANALYSIS = SAEFeatures  # noqa: F405

@@ -25,18 +25,21 @@ from geomlens.analyses.sae_features.config import (
     check_latents,
 )
 from geomlens.analyses.sae_features.counting import ConditionStats, SiteState, count_active
+from geomlens.analyses.sae_features.example import EXAMPLE
+from geomlens.analyses.sae_features.metrics import METRIC_SPECS
 from geomlens.analyses.sae_features.plots import plot_sae_features
 from geomlens.analyses.sae_features.provisioning import default_sae, default_site
+from geomlens.analyses.sae_features.reading import reading as read_result
 from geomlens.analyses.sae_features.splicing import (
     cosine_distance_per_sequence,
     reconstruct,
     smoothed_bits_per_sequence,
 )
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
-from geomlens.hooks.base import Adapter, layer_of
-from geomlens.hooks.content_tokens import TokenSelection, select_tokens, special_token_ids
-from geomlens.hooks.inputs import ModelInputs, to_device
-from geomlens.hooks.resume import capture_from_layer, resume_site_for
+from geomlens.inputs.content_tokens import TokenSelection, select_tokens, special_token_ids
+from geomlens.inputs.encoding import ModelInputs, to_device
+from geomlens.interventions.resume import capture_from_layer, resume_site_for
+from geomlens.models.adapter import Adapter, layer_of
 from geomlens.results import Result
 
 __all__ = ["SAEFeatures"]
@@ -46,6 +49,10 @@ class SAEFeatures(Analysis):
     """SAE active counts k, pool P and SSD, pool mismatch η̂, ε̂_loss, the SSD bound, OOD AUROC."""
 
     name = "sae-features"
+    aliases = ("sae_features", "ssd")
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
 
     Config = SAEFeaturesConfig
     config: SAEFeaturesConfig
@@ -264,16 +271,18 @@ class SAEFeatures(Analysis):
     ) -> None:
         """Per condition, on content tokens: the sums the explained variance is made of (kept
         on the device)."""
-        content = selection.content.to(activation.device)
-        x = activation.detach().to(torch.float64)
-        residual_sq = ((x - reconstruction.to(torch.float64)) ** 2).sum(-1) * content
-        input_sq = (x**2).sum(-1) * content
+        content = selection.content.to(activation.device).bool()
+        # Selected, not multiplied by the mask: a padded position (even NaN) never reaches a sum.
+        x = torch.where(content[..., None], activation.detach().to(torch.float64), 0.0)
+        residual = x - reconstruction.to(torch.float64)
+        residual_sq = torch.where(content, (residual**2).sum(-1), 0.0)
+        input_sq = (x**2).sum(-1)
         for name in dict.fromkeys(conditions.tolist()):
             rows = to_device(np.flatnonzero(conditions == name), activation.device)
             stats = state.conditions.setdefault(str(name), ConditionStats())
             stats.add("residual_sq", residual_sq[rows].sum())
             stats.add("input_sq", input_sq[rows].sum())
-            stats.add("input_sum", (x[rows] * content[rows][..., None]).sum(dim=(0, 1)))
+            stats.add("input_sum", x[rows].sum(dim=(0, 1)))
 
     # -- splicing ------------------------------------------------------------------------------
     def _reconstruct(
@@ -328,6 +337,16 @@ class SAEFeatures(Analysis):
         cached = batch.activations.get(resume) if resume is not None else None
         if cached is not None and len(rows) != len(cached):
             cached = cached[rows.to(cached.device)]
+        if cached is not None and cached.dim() == 3:
+            # The pass resumes from the cached activations: padded positions are set to 0, as
+            # attention gives them weight 0 (0 × NaN would still reach the real tokens).
+            real = inputs.attention_mask.to(cached.device).bool()
+            if tuple(real.shape) == tuple(cached.shape[:2]):
+                cached = torch.where(
+                    real[..., None],
+                    cached,
+                    torch.zeros((), dtype=cached.dtype, device=cached.device),
+                )
         return capture_from_layer(adapter, inputs, [output], layer, cached)[output]
 
     def _losses(

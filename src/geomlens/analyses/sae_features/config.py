@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geomlens.analyses.base import AnalysisConfig, option
-from geomlens.hooks.content_tokens import SINK_NORM_RATIO
+from geomlens.inputs.content_tokens import SINK_NORM_RATIO
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (the checks stay internal).
 __all__ = [

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from geomlens.analyses.sae_features.config import CALIBRATION, HELDOUT
-from geomlens.hooks.content_tokens import TokenSelection
-from geomlens.hooks.inputs import to_device
+from geomlens.inputs.content_tokens import TokenSelection
+from geomlens.inputs.encoding import to_device
 from geomlens.plain_state import state_class
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (the counting functions are

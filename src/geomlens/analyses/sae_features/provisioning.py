@@ -1,7 +1,7 @@
 """Where sae-features' SAE comes from when none is given: a small sae-lens SAE trained offline on
 the bundled corpus at the middle block, cached, and reused by every later run.
 
-Training reads activations through the batch loop (:mod:`geomlens.hooks.batches`), not through a
+Training reads activations through the batch loop (:mod:`geomlens.inputs.batches`), not through a
 run of the engine: an analysis's ``setup`` never starts a nested run.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from geomlens.hooks.base import Adapter
+from geomlens.models.adapter import Adapter
 
 
 def default_site(adapter: Adapter) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from geomlens.hooks.inputs import to_device
+from geomlens.inputs.encoding import to_device
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (``reconstruct`` is the
 #: analysis's own).
@@ -64,10 +64,11 @@ def smoothed_bits_per_sequence(
             for row, target in zip(logits, targets)
         ]
     )
-    valid = (mask[:, :-1] & mask[:, 1:]).to(logits.device)
+    valid = (mask[:, :-1].bool() & mask[:, 1:].bool()).to(logits.device)
     bits = -torch.log2((1.0 - a) * p + a / vocab)
     counts = valid.sum(-1)
-    means = (bits * valid).sum(-1) / counts.clamp(min=1)
+    # Selected, not multiplied: anything at a padded position (even NaN) never reaches a mean.
+    means = torch.where(valid, bits, 0.0).sum(-1) / counts.clamp(min=1)
     return means, counts
 
 
@@ -78,5 +79,6 @@ def cosine_distance_per_sequence(
     cosine = torch.nn.functional.cosine_similarity(
         clean.to(torch.float64), edited.to(torch.float64), dim=-1
     )
-    valid = mask.to(cosine.device)
-    return ((1.0 - cosine) * valid).sum(-1) / valid.sum(-1).clamp(min=1)
+    valid = mask.to(cosine.device).bool()
+    distance = torch.where(valid, 1.0 - cosine, 0.0)  # padded positions (even NaN) left out
+    return distance.sum(-1) / valid.sum(-1).clamp(min=1)

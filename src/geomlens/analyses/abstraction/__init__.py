@@ -1,0 +1,11 @@
+"""abstraction: the abstraction cosine α of binary concepts across contexts, at every site.
+
+This folder holds everything about the analysis: the class and its options (``analysis.py``),
+its example (``example.py``), its metric specs (``metrics.py``) and its reading
+(``reading.py``); the figure is the class's ``plot``. The registry finds it by ``ANALYSIS``.
+"""
+
+from .analysis import *  # noqa: F403
+from .analysis import Abstraction
+
+ANALYSIS = Abstraction

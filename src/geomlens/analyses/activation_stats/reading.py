@@ -1,0 +1,46 @@
+"""The activation-stats analysis's reading for the report: plain words from its result's public metrics."""
+
+from __future__ import annotations
+
+import math
+
+from geomlens.analyses.reading_words import (
+    layer_label,
+    number,
+    per_site,
+    percent,
+)
+from geomlens.results import Result
+
+
+def reading(result: Result) -> list[str]:
+    norms = per_site(result, "mean_norm")
+    dead = per_site(result, "dead_fraction")
+    if not norms:
+        return []
+    sites = list(norms)
+    growth = norms[sites[-1]] / norms[sites[0]] if norms[sites[0]] else math.nan
+    lines = [
+        f"The mean token norm goes from {number(norms[sites[0]])} at {layer_label(sites[0])} to "
+        f"{number(norms[sites[-1]])} at {layer_label(sites[-1])} (× {number(growth)}): "
+        "this is the scale the other analyses' representations live at."
+    ]
+    worst = max(dead, key=dead.__getitem__) if dead else None
+    # A residual-stream dimension has no activation function: one that stays negative on every
+    # token is a direction the data never push positive, not a "dead" (unused) unit.
+    if worst is not None and dead[worst] > 0:
+        text = (
+            f"{percent(dead[worst])} of the dimensions at {layer_label(worst)} were never "
+            "positive on this data."
+        )
+        if "resid" in worst:
+            text += (
+                " In the residual stream that is a sign convention, not a dead unit: such a "
+                "dimension still carries information in its negative values."
+            )
+        else:
+            text += " After an activation function these are dead units (they pass nothing)."
+        lines.append(text)
+    else:
+        lines.append("Every dimension at every site was positive on some token of this data.")
+    return lines

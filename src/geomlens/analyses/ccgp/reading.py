@@ -1,0 +1,50 @@
+"""The ccgp analysis's reading for the report: plain words from its result's public metrics."""
+
+from __future__ import annotations
+
+import math
+
+from geomlens.analyses.reading_words import (
+    extremes,
+    layer_label,
+    mean_of,
+    number,
+    per_site,
+    site_row,
+)
+from geomlens.results import Result
+
+
+def reading(result: Result) -> list[str]:
+    ccgp = per_site(result, "ccgp")
+    if not ccgp:
+        return []
+    best, _ = extremes(ccgp)
+    if not best:
+        return []
+    rows = [r for r in result.tables.get("per_task", []) if r.get("site") == best]
+    tasks = site_row(result, best).get("tasks", "the concept sets")
+    lines = [
+        "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
+        "it never saw; 0.5 is chance.",
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}.",
+    ]
+    within = [r for r in rows if not math.isnan(mean_of([r], "within_context_accuracy"))]
+    without = [r for r in rows if r not in within]
+    if within:
+        lines.append(
+            f"For {', '.join(r['task'] for r in within)}, whose contexts hold several rows of "
+            f"each value, CCGP is {number(mean_of(within, 'ccgp'))} against a within-context "
+            f"accuracy of {number(mean_of(within, 'within_context_accuracy'))} (probes "
+            "cross-validated inside each context): a CCGP close to it means the concept is "
+            "coded the same way everywhere (abstractly)."
+        )
+    if without:
+        lines.append(
+            f"{', '.join(r['task'] for r in without)} have one row per value and context, so "
+            "no within-context accuracy exists; their mixed-context accuracy (rows split at "
+            f"random over all contexts, i.e. unseen words) is "
+            f"{number(mean_of(without, 'mixed_context_accuracy'))} against a CCGP of "
+            f"{number(mean_of(without, 'ccgp'))}."
+        )
+    return lines

@@ -1,0 +1,400 @@
+"""linearization-effect: α and CCGP with and without locally linearising an MLP, and what it costs.
+
+Each batch runs twice: as the model is, and with the MLP activation φ of the chosen layers
+replaced (``adapter.linearize``; default: the penultimate layer, φ → identity, the abstraction
+paper's protocol). Per task and site it reports α and CCGP in both conditions; a summary at the
+output of the deepest linearised layer (mean α base → linearised, how many tasks went up,
+CCGP likewise); and the fidelity cost: the change in next-token LM loss where the model has
+logits, otherwise the cosine between the original and linearised output embeddings (the last
+block's output, mean over tokens), named in the result. Sites before the linearised layer
+cannot change and are measured once. See docs/abstraction.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from geomlens.analyses.abstraction import (
+    AbstractionConfig,
+    abstraction_draws,
+    site_alpha_metrics,
+)
+from geomlens.analyses.alpha_scores import AlphaDraws, site_mean_interval
+from geomlens.analyses.base import Analysis, Batch, RunContext, option
+from geomlens.analyses.ccgp import CCGP_COLUMNS, CCGPConfig, ccgp_tables, plot_ccgp
+from geomlens.analyses.concept_geometry import (
+    ConceptState,
+    concept_sites,
+    default_concept_data,
+    legend_with_styles,
+    plot_by_layer,
+    site_averages,
+    site_tasks,
+    task_rng,
+)
+from geomlens.inputs.pooling import pool_tokens
+from geomlens.interventions.linearize import (
+    MODES,
+    activation_targets,
+    active_linearizations,
+    mean_pre_activations,
+)
+from geomlens.interventions.resume import capture_from_layer, resume_site_for
+from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
+from geomlens.results import Result
+
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
+CONDITIONS = ("base", "linearized")
+
+
+@dataclass
+class LinearizationEffectConfig(AbstractionConfig, CCGPConfig):
+    layers: list[int] | None = option(
+        None, "Layers whose MLP activation is linearised; default: the penultimate layer."
+    )
+    mode: str = option("identity", "'identity' (φ(x) → x) or 'tangent' (expansion at mean x₀).")
+    calibration_texts: int = option(
+        64, "For mode='tangent': paragraphs of the bundled English corpus that give x₀."
+    )
+
+
+def _affected(site: str, first_layer: int) -> bool:
+    """Whether linearising from ``first_layer`` on can change the activation at ``site``."""
+    if site == LOGITS_SITE:
+        return True
+    layer = layer_of(site)
+    return layer is not None and layer >= first_layer
+
+
+def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed next-token cross-entropy over real (token, next token) pairs, and their count
+    (tensors on the model's device: read once, in finalize)."""
+    if batch.inputs.input_ids is None:
+        raise ValueError("The next-token loss needs token ids (a text model's inputs).")
+    ids = batch.inputs.input_ids.to(logits.device)
+    mask = batch.attention_mask.to(logits.device).bool()
+    pairs = mask[:, :-1] & mask[:, 1:]
+    losses = F.cross_entropy(
+        logits[:, :-1].transpose(1, 2).to(torch.float64), ids[:, 1:], reduction="none"
+    )
+    return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
+
+
+class LinearizationEffect(Analysis):
+    """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
+
+    name = "linearization-effect"
+    aliases = ("linearization_effect",)
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
+
+    Config = LinearizationEffectConfig
+    config: LinearizationEffectConfig
+
+    def __init__(self, config: LinearizationEffectConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        if self.config.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.config.mode!r}.")
+        self.states = {condition: ConceptState(keep_rows=True) for condition in CONDITIONS}
+        self.fidelity: dict[str, float | torch.Tensor] = {}
+        self.linearized_layers: list[int] = []
+        self.where: list[str] = []
+        self.operating_points: dict[int, torch.Tensor] | None = None
+
+    # -- sites and set-up --------------------------------------------------------------------
+    def _layers(self, adapter: Adapter) -> list[int]:
+        if self.config.layers is not None:
+            return [int(layer) % adapter.n_layers for layer in self.config.layers]
+        if adapter.n_layers < 2:
+            raise ValueError(
+                f"{adapter.model_id!r} has {adapter.n_layers} block(s): no penultimate layer; "
+                "pass layers=[...]."
+            )
+        return [adapter.n_layers - 2]
+
+    def _output_site(self, adapter: Adapter) -> str:
+        if LOGITS_SITE in adapter.sites():
+            return LOGITS_SITE
+        return f"blocks.{adapter.n_layers - 1}.hook_resid_post"
+
+    def sites(self, adapter: Adapter) -> list[str]:
+        sites = concept_sites(self.config, adapter)
+        if adapter.n_layers > 0:
+            sites = list(dict.fromkeys([*sites, self._output_site(adapter)]))
+            resume = self._resume_site(adapter)
+            if resume is not None:
+                sites.append(resume)
+        return sites
+
+    def _resume_site(self, adapter: Adapter) -> str | None:
+        """The input of the first linearised block: the linearised pass starts there."""
+        try:
+            first = min(self._layers(adapter))
+        except ValueError:
+            return None  # no penultimate layer: setup says so
+        return resume_site_for(adapter, first)
+
+    def required_columns(self) -> tuple[str, ...]:
+        return ("concept", "context")
+
+    def default_data(self, adapter: Adapter) -> Any:
+        """The shipped English two-factor concept sets (gender, number, tense, degree,
+        animacy-by-colour), each concept in many contexts."""
+        return default_concept_data(adapter)
+
+    def setup(self, context: RunContext) -> None:
+        super().setup(context)
+        adapter = context.adapter
+        if active_linearizations(adapter):
+            raise ValueError(
+                "linearization-effect compares the model with and without linearisation itself; "
+                "run it outside adapter.linearize (without --linearize) and choose the layers "
+                "with its layers= option."
+            )
+        # Refuse an unlinearisable model (recorded data, no elementwise MLP activation) here,
+        # before the first forward pass.
+        targets = activation_targets(adapter, self._layers(adapter))
+        self.linearized_layers = [t.layer for t in targets]
+        self.where = [t.where for t in targets]
+        if self.config.mode == "tangent" and self.operating_points is None:
+            from geomlens.data.corpus import stdlib_paragraphs
+
+            calibration = stdlib_paragraphs(self.config.calibration_texts)
+            self.operating_points = mean_pre_activations(adapter, targets, calibration)
+
+    # -- streaming ---------------------------------------------------------------------------
+    def update(self, batch: Batch) -> None:
+        adapter = self._run_context().adapter
+        first = min(self.linearized_layers)
+        measured = concept_sites(self.config, adapter)
+        changed = [s for s in self.sites(adapter) if _affected(s, first)]
+        resume = self._resume_site(adapter)
+        cached = batch.activations.get(resume) if resume is not None else None
+        with adapter.linearize(self.linearized_layers, self.config.mode, self.operating_points):
+            # Blocks before the first linearised one are unchanged: start from their output.
+            linearized = capture_from_layer(adapter, batch.inputs, changed, first, cached)
+        self.states["base"].update(batch.activations, batch, measured, self.config.pooling)
+        changed_measured = [s for s in measured if s in linearized]
+        self.states["linearized"].update(linearized, batch, changed_measured, self.config.pooling)
+        self._update_fidelity(batch, batch.activations, linearized)
+
+    def _update_fidelity(self, batch: Batch, base: dict, linearized: dict) -> None:
+        site = self._output_site(self._run_context().adapter)
+        if site == LOGITS_SITE:
+            for condition, activations in zip(CONDITIONS, (base, linearized)):
+                total, count = _next_token_loss(activations[site], batch)
+                self._add(f"loss_sum_{condition}", total)
+                self._add(f"loss_count_{condition}", count)
+            return
+        pooled = [
+            pool_tokens(acts[site], batch.attention_mask, "mean") for acts in (base, linearized)
+        ]
+        cosines = F.cosine_similarity(pooled[0].double(), pooled[1].double(), dim=-1)
+        self._add("cosine_sum", cosines.sum())
+        self._add("cosine_count", cosines.numel())
+
+    def _add(self, key: str, value: float | torch.Tensor) -> None:
+        """Sums kept as device tensors: nothing is read back to the host per batch."""
+        if isinstance(value, torch.Tensor):
+            value = value.detach().double()
+            current = self.fidelity.get(key)
+            if isinstance(current, torch.Tensor):
+                value = value.to(current.device)
+        self.fidelity[key] = self.fidelity.get(key, 0.0) + value
+
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        assert isinstance(other, LinearizationEffect)
+        for condition in CONDITIONS:
+            self.states[condition].merge(other.states[condition])
+        for key, value in other.fidelity.items():
+            self._add(key, float(value))
+        self.linearized_layers = self.linearized_layers or other.linearized_layers
+        self.where = self.where or other.where
+
+    # -- results -----------------------------------------------------------------------------
+    def _condition_rows(
+        self, condition: str, seed: int
+    ) -> tuple[list[dict], list[dict], dict[tuple[str, str], AlphaDraws]]:
+        state = self.states[condition]
+        alpha_rows, draws = abstraction_draws(state, self.config, seed)
+        ccgp_rows, split_rows = ccgp_tables(state, self.config, seed)
+        merged = [{**a, **c, "condition": condition} for a, c in zip(alpha_rows, ccgp_rows)]
+        return merged, [{**s, "condition": condition} for s in split_rows], draws
+
+    def _fidelity_metrics(self) -> dict[str, float]:
+        f = {key: float(value) for key, value in self.fidelity.items()}
+        if "loss_count_base" in f:
+            base = f["loss_sum_base"] / max(f["loss_count_base"], 1)
+            linearized = f["loss_sum_linearized"] / max(f["loss_count_linearized"], 1)
+            return {
+                "fidelity.lm_loss_base": base,
+                "fidelity.lm_loss_linearized": linearized,
+                "fidelity.lm_loss_change": linearized - base,
+            }
+        return {"fidelity.output_embedding_cosine": f["cosine_sum"] / max(f["cosine_count"], 1)}
+
+    def finalize(self) -> Result:
+        if self.states["base"].empty:
+            raise ValueError(
+                "linearization-effect saw no data; give rows with concept and context."
+            )
+        seed = self.context.seed if self.context is not None else 0
+        base_rows, base_splits, base_draws = self._condition_rows("base", seed)
+        linearized_rows, linearized_splits, linearized_draws = self._condition_rows(
+            "linearized", seed
+        )
+        changed = {r["site"] for r in linearized_rows}
+        # Sites before the linearised layer are the same activations in both conditions.
+        linearized_rows += [
+            {**r, "condition": "linearized"} for r in base_rows if r["site"] not in changed
+        ]
+        linearized_draws = {**base_draws, **linearized_draws}
+        per_task = base_rows + linearized_rows
+        comparison = self._comparison(base_rows, linearized_rows)
+        metrics: dict[str, float] = {}
+        for condition, rows, draws in (
+            ("base", base_rows, base_draws),
+            ("linearized", linearized_rows, linearized_draws),
+        ):
+            averages = site_alpha_metrics(rows, draws, self.config, seed)
+            averages.update(site_averages(rows, CCGP_COLUMNS))
+            metrics.update({f"{k}_{condition}": v for k, v in averages.items()})
+        summary = self._summary(comparison, base_draws, linearized_draws, seed)
+        metrics.update({f"summary.{k}": v for k, v in summary.items() if k != "site"})
+        metrics.update(self._fidelity_metrics())
+        measure = (
+            "lm_loss_change" if "fidelity.lm_loss_change" in metrics else "output_embedding_cosine"
+        )
+        linearization = {
+            "layers": self.linearized_layers,
+            "mode": self.config.mode,
+            "where": self.where,
+            "summary_site": summary["site"],
+            "fidelity_measure": measure,
+        }
+        return Result(
+            self.name,
+            metrics=metrics,
+            tables={
+                "per_task": per_task,
+                "comparison": comparison,
+                "splits": base_splits + linearized_splits,
+                "linearization": [linearization],
+                "sites": site_tasks(base_rows, CCGP_COLUMNS),
+            },
+        )
+
+    @staticmethod
+    def _comparison(base_rows: list[dict], linearized_rows: list[dict]) -> list[dict]:
+        linearized = {(r["site"], r["task"]): r for r in linearized_rows}
+        rows = []
+        for b in base_rows:
+            lin = linearized[(b["site"], b["task"])]
+            rows.append(
+                {
+                    "site": b["site"],
+                    "task": b["task"],
+                    "alpha_base": b["alpha"],
+                    "alpha_linearized": lin["alpha"],
+                    "alpha_change": lin["alpha"] - b["alpha"],
+                    "ccgp_base": b["ccgp"],
+                    "ccgp_linearized": lin["ccgp"],
+                    "within_context_accuracy_base": b["within_context_accuracy"],
+                    "within_context_accuracy_linearized": lin["within_context_accuracy"],
+                    "mixed_context_accuracy_base": b["mixed_context_accuracy"],
+                    "mixed_context_accuracy_linearized": lin["mixed_context_accuracy"],
+                    "n_contexts": b["n_contexts"],
+                }
+            )
+        return rows
+
+    def _summary(
+        self,
+        comparison: list[dict],
+        base_draws: dict[tuple[str, str], AlphaDraws],
+        linearized_draws: dict[tuple[str, str], AlphaDraws],
+        seed: int,
+    ) -> dict[str, Any]:
+        """The seed's headline at the output of the deepest linearised layer (or the first
+        measured site after it), with an interval for the mean change of α: a paired bootstrap
+        (both conditions resample the same contexts, then tasks are resampled)."""
+        deepest = max(self.linearized_layers)
+        sites = list(dict.fromkeys(r["site"] for r in comparison))
+
+        def depth(name: str) -> int:
+            layer = layer_of(name)
+            return layer if layer is not None else -1
+
+        after = [s for s in sites if depth(s) >= deepest]
+        site = min(after, key=depth) if after else sites[-1]
+        mine = [r for r in comparison if r["site"] == site]
+        alpha_up = [r["alpha_linearized"] > r["alpha_base"] for r in mine]
+        ccgp_up = [r["ccgp_linearized"] >= r["ccgp_base"] for r in mine]
+        pairs = [(base_draws[(site, r["task"])], linearized_draws[(site, r["task"])]) for r in mine]
+        change_low, change_high = site_mean_interval(
+            [lin.alpha - base.alpha for base, lin in pairs],
+            [lin.bootstrap - base.bootstrap for base, lin in pairs],
+            task_rng(seed, site, "\x00alpha change"),
+            confidence=self.config.confidence,
+        )
+        alpha_change = float(np.mean([r["alpha_change"] for r in mine]))
+        return {
+            "site": site,
+            "alpha_base": float(np.mean([r["alpha_base"] for r in mine])),
+            "alpha_linearized": float(np.mean([r["alpha_linearized"] for r in mine])),
+            "alpha_change": alpha_change,
+            "alpha_change_ci_low": change_low,
+            "alpha_change_ci_high": change_high,
+            "tasks_alpha_up": float(sum(alpha_up)),
+            "ccgp_base": float(np.mean([r["ccgp_base"] for r in mine])),
+            "ccgp_linearized": float(np.mean([r["ccgp_linearized"] for r in mine])),
+            "tasks_ccgp_up_or_equal": float(sum(ccgp_up)),
+            "n_tasks": float(len(mine)),
+        }
+
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        import matplotlib.pyplot as plt
+
+        rows = result.tables["per_task"]
+        by_condition = {c: [r for r in rows if r["condition"] == c] for c in CONDITIONS}
+        figure, (ax_alpha, ax_ccgp) = plt.subplots(1, 2, figsize=(13, 4.5))
+        plot_by_layer(ax_alpha, by_condition["base"], "alpha")
+        plot_by_layer(ax_alpha, by_condition["linearized"], "alpha", linestyle="--", labelled=False)
+        ax_alpha.set_ylabel("abstraction cosine α")
+        ax_alpha.set_title("α by layer", fontsize=9)
+        plot_ccgp(ax_ccgp, by_condition["base"])
+        plot_by_layer(ax_ccgp, by_condition["linearized"], "ccgp", linestyle="--", labelled=False)
+        ax_ccgp.set_title("CCGP beside within-context accuracy (base)", fontsize=9)
+        legend_with_styles(
+            ax_ccgp,
+            {
+                "base": "-",
+                "linearised": "--",
+                "within-context (base)": ":",
+                "mixed-context (base)": "-.",
+            },
+        )
+        info = (result.tables.get("linearization") or [{}])[0]
+        cost = {
+            k.split(".", 1)[1].replace("_", " "): v
+            for k, v in result.metrics.items()
+            if k in ("fidelity.output_embedding_cosine", "fidelity.lm_loss_change")
+        }
+        figure.suptitle(
+            f"linearization-effect · {result.provenance.get('model_id', '')} · layers "
+            f"{info.get('layers')} → {info.get('mode')} · cost: "
+            + ", ".join(f"{name} {value:.3g}" for name, value in cost.items())
+        )
+        figure.tight_layout()
+        return figure

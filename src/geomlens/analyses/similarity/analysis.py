@@ -1,0 +1,461 @@
+"""similarity: a model's similarity function g(d) over a stimulus space (docs/similarity.md).
+
+Representational mode: every row's representation h(x) is pooled at each site (the marked
+``[[span]]`` when there is one, else the mean over tokens); rows that share a coordinate are one
+stimulus (their mean). The similarity of two stimuli is the cosine of their representations,
+the *centred* cosine (the stimulus-set mean subtracted first; the default), or the negative
+Euclidean distance. g(d) is the mean similarity of stimulus pairs binned by their distance d
+under the stimulus metric, with std and count per bin.
+
+The similarity matrix needs every pair, so the state keeps the pooled [N, d] per site (N rows
+of a stimulus set, thousands at most) and builds the matrix in ``finalize``; all sites are
+captured in one pass.
+
+Behavioural mode (``mode="behavioural"``, generative models): each row is a multiple-choice
+prompt (see :func:`geomlens.data.prompts.choice_prompts`); the next-token logits of the option
+tokens, renormalised over the options, give the choice probabilities D_i, from which p_S^n and
+p_I^n are measured directly and g is recovered up to scale (see
+:mod:`geomlens.analyses.choices`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
+from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
+from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
+from geomlens.data.distances import Metric, parse_metric
+from geomlens.data.stimuli import years
+from geomlens.formatting import distance_unit
+from geomlens.models.adapter import Adapter
+from geomlens.results import Result
+
+from .example import EXAMPLE
+from .metrics import METRIC_SPECS
+from .reading import reading as read_result
+
+SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
+MODES = ("representational", "behavioural")
+DEFAULT_BINS = 40
+
+
+@dataclass
+class SimilarityConfig(AnalysisConfig):
+    site: str | list[str] | None = option(
+        None, "Site(s); default: every blocks.{L}.hook_resid_post (behavioural: 'logits')."
+    )
+    pooling: str | None = option(
+        None,
+        "'span' / 'mean' / 'last' / 'first'; default: 'span' when texts mark a [[word]], "
+        "else 'mean'.",
+    )
+    similarity: str = option(
+        "centred-cosine",
+        "'centred-cosine' (stimulus-set mean subtracted), 'cosine' or 'negative-distance'.",
+    )
+    metric: str | None = option(
+        None,
+        "Stimulus metric: 'absolute', 'circular:PERIOD', 'euclidean' (default: the data's "
+        "'metric' column, else absolute for numbers and euclidean for coordinate lists).",
+    )
+    bins: int | None = option(
+        None,
+        f"Distance bins of g(d); default: one per distinct distance (up to {MAX_DISTINCT_BINS}), "
+        f"else {DEFAULT_BINS} equal-width bins.",
+    )
+    full_matrix: bool = option(False, "Also return the stimulus similarity matrix as a table.")
+    mode: str = option(
+        "representational",
+        "'representational' (pooled activations) or 'behavioural' (option logits of "
+        "multiple-choice prompts; needs a model with an LM head).",
+    )
+    first_token: bool = option(
+        False,
+        "Behavioural: score an option that is several tokens by its first token (otherwise "
+        "such options are refused).",
+    )
+    choice_set: str = option(
+        "years",
+        "Behavioural, without data: the shipped choice set, 'years' (1500-2000, options "
+        "labelled A, B, ...) or 'months' (month names, single tokens).",
+        choices=tuple(CHOICE_SETS),
+    )
+    chat_template: bool | None = option(
+        None,
+        "Behavioural, without data: ask in the tokenizer's chat template (default: when it "
+        "has one, i.e. for instruct models).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {SIMILARITIES}; got {self.similarity!r}.")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}; got {self.mode!r}.")
+        if self.metric is not None:
+            parse_metric(self.metric)
+        if self.bins is not None and (not isinstance(self.bins, int) or self.bins < 1):
+            raise ValueError(f"bins must be a positive integer or None; got {self.bins!r}.")
+
+
+@dataclass
+class SiteSimilarity:
+    """One site's stimuli: coordinates, their distance matrix and similarity matrix.
+
+    ``across_texts`` is the similarity at d = 0 across different texts of the same stimulus
+    (see :func:`across_texts`); NaN when no stimulus has two or more rows."""
+
+    site: str
+    coordinates: np.ndarray
+    distances: np.ndarray
+    similarity: np.ndarray
+    across_texts: AcrossTexts | None = None
+
+
+class Similarity(Analysis):
+    """The similarity function g(d) of a model's representations (or choices) over stimuli."""
+
+    name = "similarity"
+    example = EXAMPLE
+    metric_specs = METRIC_SPECS
+    reading = staticmethod(read_result)
+
+    Config = SimilarityConfig
+    config: SimilarityConfig
+
+    def __init__(self, config: SimilarityConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.pooled = PooledRows()
+        self.choices = ChoiceRecords()
+        self.data_metric: str | None = None
+
+    # -- protocol -----------------------------------------------------------------------------
+    def sites(self, adapter: Adapter) -> list[str]:
+        site = self.config.site
+        if site is not None:
+            return [site] if isinstance(site, str) else list(site)
+        if self.config.mode == "behavioural":
+            if LOGITS_SITE not in adapter.sites():
+                raise ValueError(
+                    f"Behavioural similarity reads the model's output logits (site "
+                    f"{LOGITS_SITE!r}), which {adapter.model_id!r} does not offer: it has no LM "
+                    "head. Use a causal LM, or mode='representational'."
+                )
+            return [LOGITS_SITE]
+        defaults = adapter.residual_sites()
+        return defaults or adapter.sites()
+
+    def required_columns(self) -> tuple[str, ...]:
+        if self.config.mode == "behavioural":
+            return ChoiceRecords.REQUIRED_COLUMNS
+        return ("coordinate",)
+
+    def default_data(self, adapter: Adapter) -> Any:
+        """Years 1500–2000 every 10 years in three templates (153 texts); behavioural: the
+        shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
+        if self.config.mode == "behavioural":
+            return shipped_choice_set(
+                self.config.choice_set,
+                tokenizer=adapter.tokenizer,
+                chat=self.config.chat_template,
+            )
+        return years().as_data()
+
+    def update(self, batch: Batch) -> None:
+        if "metric" in batch.columns and self.data_metric is None:
+            self.data_metric = str(batch.columns["metric"][0])
+        if self.config.mode == "behavioural":
+            (site,) = self.sites(self._run_context().adapter)
+            self.choices.add(
+                batch, site, self._run_context().adapter.tokenizer, self.config.first_token
+            )
+            return
+        pooling = self.config.pooling or ("span" if batch.inputs.span_mask is not None else "mean")
+        for site in self.sites(self._run_context().adapter):
+            self.pooled.add(site, batch.index, batch.pooled(site, pooling))
+        self.pooled.add_coordinates(batch.index, batch.columns["coordinate"])
+
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        assert isinstance(other, Similarity)
+        self.pooled.merge(other.pooled)
+        self.choices.merge(other.choices)
+        self.data_metric = self.data_metric or other.data_metric
+
+    def finalize(self) -> Result:
+        if self.config.mode == "behavioural":
+            result = self.choices.finalize(self.name, self.metric(), self.config.bins)
+            result.tables["metric"] = self.metric_table()
+            return result
+        metrics: dict[str, float] = {}
+        profile_rows: list[dict[str, Any]] = []
+        matrix_rows: list[dict[str, Any]] = []
+        for measured in self.site_similarities():
+            rows = g_of_d(measured.distances, measured.similarity, self.config.bins)
+            profile_rows.extend({"site": measured.site, **row} for row in rows)
+            metrics.update(profile_metrics(measured.site, rows, len(measured.coordinates)))
+            metrics.update(across_text_metrics(measured))
+            if self.config.full_matrix:
+                matrix_rows.extend(similarity_table(measured))
+        tables = {"g_of_d": profile_rows, "metric": self.metric_table()}
+        if self.config.full_matrix:
+            tables["similarity_matrix"] = matrix_rows
+        return Result(self.name, metrics=metrics, tables=tables)
+
+    # -- shared with resolution ---------------------------------------------------------------
+    def metric(self, coordinates: np.ndarray | None = None) -> Metric:
+        """The metric in force: the option, else the data's ``metric`` column, else by the
+        coordinates' shape (euclidean for lists of numbers, absolute for numbers)."""
+        if self.config.metric is not None:
+            return self.config.metric
+        if self.data_metric is not None:
+            return self.data_metric
+        return "euclidean" if coordinates is not None and coordinates.ndim == 2 else "absolute"
+
+    def metric_table(self) -> list[dict[str, str]]:
+        """Which metric the result used and where it came from (option, data or default)."""
+        if self.config.metric is not None:
+            source = "option"
+        elif self.data_metric is not None:
+            source = "data"
+        else:
+            source = "default"
+        coordinates = self.pooled.row_coordinates()[1] if self.pooled else None
+        return [{"metric": str(self.metric(coordinates)), "from": source}]
+
+    def site_similarities(self) -> list[SiteSimilarity]:
+        """Per site: the stimuli (rows grouped by coordinate) and their similarity matrix."""
+        if not self.pooled:
+            raise ValueError(f"{self.name} saw no data; give stimuli with a 'coordinate' column.")
+        measured = []
+        for site in self.pooled.sites():
+            stimuli = self.pooled.stimuli(site)
+            if len(stimuli.coordinates) < 3:
+                raise ValueError(
+                    f"{self.name} needs at least 3 distinct coordinates; got "
+                    f"{len(stimuli.coordinates)}. Give stimuli at several positions."
+                )
+            # A metric the user chose is kept (a mismatch with the coordinates is reported,
+            # not silently replaced); by default lists of numbers are positions (euclidean).
+            metric = parse_metric(self.metric(stimuli.coordinates))
+            distances = np.round(metric(stimuli.coordinates), 12)
+            similarity = similarity_matrix(stimuli.vectors, self.config.similarity)
+            texts = across_texts(stimuli, self.config.similarity)
+            measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity, texts))
+        return measured
+
+    # -- figure -------------------------------------------------------------------------------
+    @classmethod
+    def plot(cls, result: Result, **kwargs: Any) -> Any:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        if "choice_accuracy" in result.tables:
+            figure, (ax_g, ax_n) = plt.subplots(1, 2, figsize=(11, 4))
+            plot_choice_accuracy(ax_n, result.tables["choice_accuracy"])
+        else:
+            figure, ax_g = plt.subplots(figsize=(6.5, 4))
+        plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
+        ax_g.set_ylabel(f"g(d) ({result.config.get('similarity', 'choice-based')})")
+        figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}")
+        figure.tight_layout()
+        return figure
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrices and profiles (pure functions, shared with resolution)
+
+
+def similarity_matrix(vectors: np.ndarray, how: str) -> np.ndarray:
+    """[S, S] similarity of stimulus representations ``vectors`` [S, d]."""
+    if how == "negative-distance":
+        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: an [S, S] Gram instead of an [S, S, d] difference.
+        squared = (vectors**2).sum(axis=1)
+        gram = vectors @ vectors.T
+        distance2 = np.maximum(squared[:, None] + squared[None, :] - 2 * gram, 0.0)
+        np.fill_diagonal(distance2, 0.0)
+        return -np.sqrt(distance2)
+    if how == "centred-cosine":
+        vectors = vectors - vectors.mean(axis=0, keepdims=True)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError(
+            "A stimulus has a zero representation (after centring, if asked), so its cosine is "
+            "undefined; use similarity='cosine' or more distinct stimuli."
+        )
+    unit = vectors / norms
+    return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class AcrossTexts:
+    """g at d = 0 across texts: the mean similarity of two rows of the same stimulus in
+    different texts (the same year in two templates), its std and the number of row pairs."""
+
+    mean: float
+    std: float
+    pairs: int
+
+
+def across_texts(stimuli: StimulusRepresentations, how: str) -> AcrossTexts:
+    """The similarity of a stimulus with itself in another text, averaged over row pairs.
+
+    The diagonal of the stimulus matrix is 1 by construction (a stimulus with itself, its
+    texts averaged); this is the same stimulus seen in a different context, so 1 minus it
+    tells how much of g's first drop the text alone makes. Rows are centred with the same
+    mean as the stimulus matrix (the mean of the stimulus vectors), so the numbers compare.
+    """
+    nan = AcrossTexts(float("nan"), float("nan"), 0)
+    if stimuli.row_vectors is None or stimuli.stimulus_of_row is None:
+        return nan
+    owner = stimuli.stimulus_of_row
+    rows, cols = np.triu_indices(len(owner), k=1)
+    same = owner[rows] == owner[cols]
+    if not same.any():
+        return nan
+    rows, cols = rows[same], cols[same]
+    vectors = stimuli.row_vectors
+    if how == "negative-distance":
+        values = -np.linalg.norm(vectors[rows] - vectors[cols], axis=1)
+    else:
+        if how == "centred-cosine":
+            vectors = vectors - stimuli.vectors.mean(axis=0, keepdims=True)
+        norms = np.linalg.norm(vectors, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = (vectors[rows] * vectors[cols]).sum(axis=1) / (norms[rows] * norms[cols])
+    return AcrossTexts(float(np.mean(values)), float(np.std(values)), int(len(values)))
+
+
+def across_text_metrics(measured: SiteSimilarity) -> dict[str, float]:
+    """``g0_across_texts`` (and its pair count) beside the diagonal's g(0) = 1."""
+    texts = measured.across_texts or AcrossTexts(float("nan"), float("nan"), 0)
+    return {
+        f"{measured.site}.g0_across_texts": texts.mean,
+        f"{measured.site}.g0_across_texts_std": texts.std,
+        f"{measured.site}.g0_across_texts_pairs": float(texts.pairs),
+    }
+
+
+def distance_bins(distances: np.ndarray, bins: int | None) -> np.ndarray:
+    """Bin edges over the off-diagonal distances: one bin per distinct distance (up to
+    ``MAX_DISTINCT_BINS``) unless ``bins`` equal-width bins are asked for."""
+    pairs = distances[np.triu_indices_from(distances, k=1)]
+    levels = np.unique(pairs)
+    if bins is None and len(levels) <= MAX_DISTINCT_BINS:
+        middles = (levels[1:] + levels[:-1]) / 2
+        return np.concatenate([[-np.inf], middles, [np.inf]])
+    count = bins or DEFAULT_BINS
+    edges = np.linspace(pairs.min(), pairs.max(), count + 1)
+    edges[0], edges[-1] = -np.inf, np.inf
+    return edges
+
+
+def binned_pairs(
+    distances: np.ndarray, similarity: np.ndarray, edges: np.ndarray, pairs: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per bin: mean distance, mean and sum of squared deviations of similarity, pair count.
+
+    ``pairs`` (row, column index arrays) default to every pair i < j.
+    """
+    rows, cols = np.triu_indices_from(distances, k=1) if pairs is None else pairs
+    d, s = distances[rows, cols], similarity[rows, cols]
+    which = np.digitize(d, edges[1:-1])
+    size = len(edges) - 1
+    count = np.bincount(which, minlength=size).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_d = np.bincount(which, weights=d, minlength=size) / count
+        mean_s = np.bincount(which, weights=s, minlength=size) / count
+    squares = np.bincount(which, weights=(s - np.nan_to_num(mean_s)[which]) ** 2, minlength=size)
+    return mean_d, mean_s, squares, count
+
+
+def g_of_d(
+    distances: np.ndarray, similarity: np.ndarray, bins: int | None
+) -> list[dict[str, float]]:
+    """Rows (distance, mean, std, count) of the binned similarity profile, non-empty bins."""
+    mean_d, mean_s, squares, count = binned_pairs(
+        distances, similarity, distance_bins(distances, bins)
+    )
+    keep = count > 0
+    std = np.sqrt(squares[keep] / count[keep])
+    return [
+        {"distance": float(d), "mean": float(m), "std": float(sd), "count": int(c)}
+        for d, m, sd, c in zip(mean_d[keep], mean_s[keep], std, count[keep])
+    ]
+
+
+def profile_metrics(site: str, rows: list[dict[str, float]], stimuli: int) -> dict[str, float]:
+    """Flat summaries of one site's g(d): nearest and farthest bins, first zero crossing."""
+    means = np.array([r["mean"] for r in rows])
+    distances = np.array([r["distance"] for r in rows])
+    below = np.nonzero(means <= 0)[0]
+    return {
+        f"{site}.stimuli": float(stimuli),
+        f"{site}.g_nearest": float(means[0]),
+        f"{site}.g_farthest": float(means[-1]),
+        f"{site}.zero_crossing": float(distances[below[0]]) if len(below) else float("nan"),
+    }
+
+
+def similarity_table(measured: SiteSimilarity) -> list[dict[str, Any]]:
+    coordinates = measured.coordinates.tolist()
+    size = len(coordinates)
+    return [
+        {
+            "site": measured.site,
+            "stimulus_a": coordinates[i],
+            "stimulus_b": coordinates[j],
+            "distance": float(measured.distances[i, j]),
+            "similarity": float(measured.similarity[i, j]),
+        }
+        for i in range(size)
+        for j in range(size)
+    ]
+
+
+#: The shaded band around each g(d) in words: it is the spread of the pairs, not an interval.
+BAND_LABEL = "shaded: ±1 SD of the pair similarities at each d (spread, not a confidence interval)"
+
+
+def plot_profiles(
+    ax: Any,
+    rows: list[dict[str, Any]],
+    normalise: dict[str, float] | None = None,
+    unit: str = "",
+) -> None:
+    """g(d) per site, coloured from first to last layer, with ±1 SD bands (labelled as such);
+    ``unit``: the stimuli's coordinate unit, for the distance axis."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    sites = list(dict.fromkeys(r["site"] for r in rows))
+    colours = plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))
+    for site, colour in zip(sites, colours):
+        mine = [r for r in rows if r["site"] == site]
+        scale = (normalise or {}).get(site, 1.0)
+        d = np.array([r["distance"] for r in mine])
+        m = np.array([r["mean"] for r in mine]) / scale
+        sd = np.array([r["std"] for r in mine]) / abs(scale)
+        ax.plot(d, m, "o", ms=2.5, color=colour, label=site)
+        ax.fill_between(d, m - sd, m + sd, color=colour, alpha=0.08, lw=0)
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_xlabel(f"stimulus distance d ({unit})" if unit else "stimulus distance d")
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Patch(color="grey", alpha=0.25, lw=0))
+    ax.legend(handles, [*labels, BAND_LABEL], fontsize=6, ncol=2)
+
+
+def plot_choice_accuracy(ax: Any, rows: list[dict[str, Any]]) -> None:
+    for test, marker in (("similarity", "o-"), ("identification", "s-")):
+        mine = sorted((r for r in rows if r["test"] == test), key=lambda r: r["n"])
+        if mine:
+            ax.plot([r["n"] for r in mine], [r["accuracy"] for r in mine], marker, label=test)
+    ax.set_xlabel("candidates n")
+    ax.set_ylabel("measured accuracy (mean D of the right answer)")
+    ax.legend(fontsize=7)

@@ -1,0 +1,44 @@
+"""The similarity analysis's reading for the report: plain words from its result's public metrics."""
+
+from __future__ import annotations
+
+import math
+
+from geomlens.analyses.reading_words import (
+    across_texts_words,
+    layer_label,
+    missing,
+    number,
+)
+from geomlens.results import Result
+
+
+def reading(result: Result) -> list[str]:
+    table = result.tables.get("g_of_d", [])
+    if not table:
+        return []
+    sites = list(dict.fromkeys(row["site"] for row in table))
+    site = sites[-1]
+    rows = sorted((r for r in table if r["site"] == site), key=lambda r: r["distance"])
+    nearest, farthest = rows[0], rows[-1]
+    crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
+    lines = [
+        f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
+        f"g(0) = 1. At {layer_label(site)} g falls to {number(nearest['mean'])} already at the "
+        f"nearest distance d = {number(nearest['distance'])}, and to {number(farthest['mean'])} "
+        f"at d = {number(farthest['distance'])}."
+    ]
+    across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
+    if not missing(across):
+        lines.append(across_texts_words(across, nearest["mean"]))
+    if crossing is not None:
+        lines.append(
+            f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
+            "that look less alike than two random ones (with the centred cosine this is partly "
+            "the centring: it makes the mean similarity of all pairs about 0)."
+        )
+    lines.append(
+        "A g that falls with d means the model represents the stimuli's metric; how fast it "
+        "falls is the resolution (see the resolution analysis)."
+    )
+    return lines

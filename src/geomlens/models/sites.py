@@ -1,0 +1,38 @@
+"""Canonical site names (TransformerLens hook names) and what a name says: its block, its order.
+
+The lowest module of ``models/``: the adapters, the architecture tables and linearisation all
+read these names, so they import nothing else of geomlens.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Canonical per-layer site templates, in forward order (TransformerLens hook names).
+LAYER_SITE_TEMPLATES: tuple[str, ...] = (
+    "blocks.{layer}.hook_resid_pre",
+    "blocks.{layer}.hook_attn_out",
+    "blocks.{layer}.hook_resid_mid",
+    "blocks.{layer}.mlp.hook_pre",
+    "blocks.{layer}.mlp.hook_post",
+    "blocks.{layer}.hook_mlp_out",
+    "blocks.{layer}.hook_resid_post",
+)
+EMBED_SITE = "hook_embed"
+#: The model's output logits [B, T, vocab]: offered (last in forward order) only by models with
+#: an LM head; what the model's own forward returns as ``logits``.
+LOGITS_SITE = "logits"
+
+
+def canonical_sites(n_layers: int) -> list[str]:
+    """All canonical site names of a model with ``n_layers`` blocks, in forward order."""
+    sites = [EMBED_SITE]
+    for layer in range(n_layers):
+        sites.extend(t.format(layer=layer) for t in LAYER_SITE_TEMPLATES)
+    return sites
+
+
+def layer_of(site: str) -> int | None:
+    """The block index a canonical site belongs to, or None for ``hook_embed``."""
+    match = re.match(r"blocks\.(\d+)\.", site)
+    return int(match.group(1)) if match else None

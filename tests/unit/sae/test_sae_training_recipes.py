@@ -1,0 +1,122 @@
+"""The SAE training recipe per kind of model: causal LMs get their own default
+(more passes over one buffer of every captured token, warm-ups, the decoder bias started at the
+mean), encoders keep theirs (MiniLM's numbers come from it); the choice enters the cache key and
+the result's notes. Tiny models: what is checked is the choice and its mechanics, not quality."""
+
+import dataclasses
+
+import pytest
+import torch
+from helpers.tiny_models import tiny_bert, tiny_gpt2
+
+import geomlens as gl
+from geomlens.analyses.sae_features.provisioning import default_sae
+from geomlens.models.nnsight import NNsightAdapter
+from geomlens.sae.cache import cache_entry
+from geomlens.sae.config import (
+    CAUSAL_LM_TRAINING,
+    ENCODER_TRAINING,
+    TrainingConfig,
+    default_training,
+)
+from geomlens.sae.training import cache_key, is_cached, train_sae, training_batches
+
+SITE = "blocks.1.hook_resid_post"
+TEXTS = gl.data.as_dataset(
+    [f"the cat sat on the mat and the dog ran after it {i}" for i in range(12)]
+)
+TINY = dict(d_sae=16, tokens=256, batch_tokens=64, rows_per_chunk=64, max_length=16)
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    model, tokenizer = tiny_gpt2()
+    return NNsightAdapter(model, tokenizer=tokenizer)
+
+
+@pytest.fixture(scope="module")
+def bert():
+    model, tokenizer = tiny_bert()
+    return NNsightAdapter(model, tokenizer=tokenizer)
+
+
+def test_the_causal_lm_default_differs_from_the_encoder_default():
+    causal, causal_name = default_training(True)
+    encoder, encoder_name = default_training(False)
+    assert causal == CAUSAL_LM_TRAINING and encoder == ENCODER_TRAINING
+    assert encoder == TrainingConfig(), "the encoder default is TrainingConfig() unchanged"
+    assert causal != encoder and causal_name != encoder_name
+    # What makes it a different recipe, not only another size.
+    assert causal.passes > encoder.passes and causal.b_dec_init == "mean"
+
+
+def test_each_default_is_in_the_cache_key_and_the_model_picks_its_own(gpt2, bert, tmp_path):
+    assert gpt2.is_causal_lm and not bert.is_causal_lm
+    keys = {
+        name: cache_key(gpt2, SITE, "corpus", config)
+        for name, config in (("causal", CAUSAL_LM_TRAINING), ("encoder", ENCODER_TRAINING))
+    }
+    assert keys["causal"]["config"] == CAUSAL_LM_TRAINING.to_dict()
+    assert keys["encoder"]["config"] == ENCODER_TRAINING.to_dict()
+    assert cache_entry(keys["causal"], tmp_path) != cache_entry(keys["encoder"], tmp_path)
+    # With no config, a causal LM looks for the causal-LM recipe's entry, an encoder for its own.
+    cache_entry(keys["encoder"], tmp_path).mkdir(parents=True)
+    assert not is_cached(gpt2, SITE, corpus="corpus", cache_dir=tmp_path)
+    cache_entry(keys["causal"], tmp_path).mkdir(parents=True)
+    assert is_cached(gpt2, SITE, corpus="corpus", cache_dir=tmp_path)
+    bert_key = cache_key(bert, SITE, "corpus", ENCODER_TRAINING)
+    cache_entry(bert_key, tmp_path).mkdir(parents=True)
+    assert is_cached(bert, SITE, corpus="corpus", cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_default_sae_says_which_recipe_trained_it(gpt2, bert, causal, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOMLENS_SAE_CACHE", str(tmp_path))
+    adapter = gpt2 if causal else bert
+    sae, note = default_sae(adapter, SITE, {**TINY, "passes": 2})
+    assert sae.cfg.d_sae == 16
+    expected = "causal-LM default" if causal else "encoder default"
+    assert f"training recipe: the {expected}" in note
+    assert "overridden" in note and "2 passes" in note
+    # The entry trained is the model's default with the overrides: its key says so.
+    base = CAUSAL_LM_TRAINING if causal else ENCODER_TRAINING
+    config = dataclasses.replace(base, **TINY, passes=2)
+    assert is_cached(adapter, SITE, corpus=_corpus(), config=config, cache_dir=tmp_path)
+
+
+def _corpus() -> str:
+    from geomlens.sae.config import default_corpus_name
+
+    return default_corpus_name()
+
+
+@pytest.mark.parametrize("init", ["mean", "zeros"])
+def test_the_decoder_bias_starts_where_asked(gpt2, init):
+    """With a learning rate too small to move it, the trained SAE's decoder bias (in raw
+    activation units, after sae-lens folds its scale in) is where it started: the activations'
+    mean, or zero."""
+    config = TrainingConfig(**TINY, passes=1, lr=1e-12, b_dec_init=init, sink_norm_ratio=None)
+    sae = train_sae(gpt2, SITE, TEXTS, config)
+    # The mean over the very batches the bias was started from (sae-lens's norm-estimate ones).
+    batches = training_batches(gpt2, SITE, TEXTS, config)
+    head = torch.cat([next(batches) for _ in range(config.tokens // config.batch_tokens)])
+    mean = head.mean(0)
+    b_dec = sae.b_dec.detach()
+    if init == "mean":
+        assert torch.allclose(b_dec, mean, rtol=1e-4, atol=1e-4 * float(mean.norm()))
+    else:
+        assert float(b_dec.norm()) < 1e-6 * float(mean.norm())
+
+
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        ({"b_dec_init": "median"}, "b_dec_init='median' is not one of 'zeros', 'mean'"),
+        ({"lr_warmup": 1.5}, "lr_warmup is a fraction of the steps, from 0 to 1; got 1.5"),
+        ({"lr_warmup": 0.6, "lr_decay": 0.6}, "lr_warmup + lr_decay must not exceed 1"),
+    ],
+)
+def test_a_bad_recipe_is_refused_naming_the_field(bad, fragment):
+    with pytest.raises(ValueError, match="TrainingConfig") as error:
+        TrainingConfig(**bad)
+    assert fragment in str(error.value)
