@@ -197,7 +197,9 @@ def abstraction_dynamics_command(
         str | None,
         typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the data frame and start.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the start (the data are fixed).")
+    ] = 0,
 ) -> None:
     """The minimal two-factor linear network of the abstraction-dynamics paper (exact ridge
     readout), trained with checkpoints; `geomlens sweep abstraction --series OUT` overlays the

@@ -197,10 +197,17 @@ class Series(Sequence[Checkpoint]):
         return self.experiments.get(seed)
 
     def default_data(self) -> dict[str, Any] | None:
-        """The data an experiment declares in its run.json (None otherwise)."""
+        """The data an experiment declares in its run.json (None otherwise); several seeds must
+        declare the same data (a sweep measures every checkpoint on one data set)."""
         record = self.experiment()
         if record is None or "data" not in record:
             return None
+        declared = {json.dumps(r.get("data"), sort_keys=True) for r in self.experiments.values()}
+        if len(declared) > 1:
+            raise ValueError(
+                f"The runs of {self.source} declare different data in their run.json; sweep each "
+                "run on its own, or give data= for all of them."
+            )
         data = dict(record["data"])
         data["inputs"] = {
             name: np.asarray(values, dtype=np.float64) for name, values in data["inputs"].items()

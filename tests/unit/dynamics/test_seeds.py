@@ -68,3 +68,35 @@ def test_a_list_of_series_is_one_series_of_seeds(three_seeds):
     assert combined.seeds == [10, 11, 12]
     assert combined[0].label == "seed-10/epoch-0"
     assert combined.experiment(combined[-1])["config"]["seed"] == 2
+
+
+def test_seeds_of_the_linear_network_follow_one_exact_curve(tmp_path):
+    # The aligned start makes α(t) independent of the seed (it draws only the start's
+    # rotation): every seed follows the exact curve, and the interval across seeds is tight.
+    done = CliRunner().invoke(
+        app,
+        ["experiment", "abstraction-dynamics", "--steps", "200", "--checkpoints", "every:50",
+         "--seeds", "0,1,2", "--out", str(tmp_path / "run")],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    outcome = gl.sweep(
+        "abstraction", tmp_path / "run", progress=False, figures=False, n_bootstrap=0, n_shuffles=0
+    )
+    assert sorted(outcome.theory["exact"]) == ["0", "1", "2"]
+    for summary in outcome.theory["exact"].values():
+        assert summary["max_abs_residual"] < 0.004
+    for row in outcome.across_seeds:
+        assert row["seeds"] == 3 and row["ci_high"] - row["ci_low"] < 1e-9
+
+
+def test_runs_that_declare_different_data_are_refused(tmp_path):
+    from geomlens.experiments import abstraction_dynamics as experiment
+
+    for seed, width in ((0, 6), (1, 7)):
+        config = experiment.AbstractionDynamicsConfig(
+            steps=20, checkpoints="every:10", input_dim=width, seed=seed
+        )
+        experiment.train(config, tmp_path / f"seed-{seed}")
+    with pytest.raises(ValueError, match="declare different data"):
+        gl.sweep("abstraction", tmp_path, progress=False, n_bootstrap=0, n_shuffles=0)
+    assert not (tmp_path / "sweep.json").exists()
