@@ -12,7 +12,7 @@ import geomlens as gl
 from geomlens.analyses.duplicates import DuplicateRowsError, duplicate_groups
 
 
-def noisy_concepts(*, k: int = 4, d: int = 16, n: int = 12, seed: int = 0):
+def noisy_concepts(*, k: int = 4, d: int = 64, n: int = 12, seed: int = 0):
     """A weak concept (much noise): within-context accuracy well below 1."""
     rng = np.random.default_rng(seed)
     rows, concept, context = [], [], []
@@ -30,16 +30,20 @@ def test_a_copied_row_inflates_the_probe_and_is_refused_naming_the_rows():
     rows, data = noisy_concepts()
     clean = gl.run("ccgp", gl.attach({"x": rows}), data)
     assert clean.metrics["x.within_context_accuracy"] < 0.9
-    # Every row given twice: what the probes would report if copies were let through,
-    # recomputed with scikit-learn on the same folds' idea (a copy in train and test).
+    # What a copy does to an unguarded probe, recomputed with scikit-learn inside one context
+    # (more features than rows, as in a concept set): every row given twice lands in both the
+    # training and the test folds, and accuracy goes to 1.0.
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import cross_val_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    doubled = np.concatenate([rows, rows])
-    labels = np.asarray(data["concept"] * 2)
-    inflated = cross_val_score(LogisticRegression(max_iter=2000), doubled, labels, cv=5).mean()
-    plain = cross_val_score(LogisticRegression(max_iter=2000), rows, labels[: len(rows)], cv=5)
-    assert inflated > plain.mean() + 0.1  # what a copy does to an unguarded probe
+    inside = np.asarray(data["context"]) == "c0"
+    x, y = rows[inside], np.asarray(data["concept"])[inside]
+    folds = StratifiedKFold(4, shuffle=True, random_state=0)
+    plain = cross_val_score(LogisticRegression(max_iter=2000), x, y, cv=folds).mean()
+    doubled = cross_val_score(
+        LogisticRegression(max_iter=2000), np.concatenate([x, x]), np.concatenate([y, y]), cv=folds
+    ).mean()
+    assert plain < 0.85 and doubled > 0.95, (plain, doubled)
     copied = {name: values + [values[5]] for name, values in data.items()}
     with pytest.raises(DuplicateRowsError) as error:
         gl.run("ccgp", gl.attach({"x": np.concatenate([rows, rows[5:6]])}), copied)
