@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from geomlens.inputs.batches import DEFAULT_BATCH_SIZE
+from geomlens.defaults import DEFAULT_BATCH_SIZE
 
 
 def fail(message: str) -> typer.Exit:

@@ -20,10 +20,32 @@ def _fidelity_phrase(metrics: dict[str, float]) -> str:
             f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
             "(1 = unchanged)"
         )
-    if "fidelity.lm_loss_change" in metrics:
+    uniform = metrics.get("heldout.uniform_loss", math.nan)
+    reference = (
+        f"; a uniform guess over the vocabulary scores {number(uniform)} nats"
+        if math.isfinite(uniform)
+        else ""
+    )
+    if "heldout.lm_loss_change" in metrics:  # the loss the report promises: held-out English
+        base = metrics.get("heldout.lm_loss_base", math.nan)
+        after = metrics.get("heldout.lm_loss_linearized", math.nan)
         return (
-            f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
-            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))})"
+            f"the next-token loss on held-out English goes from {number(base)} to "
+            f"{number(after)} nats per token (change {number(after - base)} nats, over "
+            f"{number(metrics.get('heldout.tokens', math.nan))} tokens{reference})"
+        )
+    if "fidelity.lm_loss_change" in metrics:
+        base = metrics.get("fidelity.lm_loss_base", math.nan)
+        if math.isfinite(uniform) and base > uniform:  # worse than guessing: not a loss to read
+            return (
+                f"the next-token loss on the concept words is {number(base)} nats per token, "
+                f"worse than a uniform guess ({number(uniform)} nats): a failed measurement, "
+                "not read"
+            )
+        return (
+            f"the next-token loss on the concept words (nats per token) changes by "
+            f"{number(metrics['fidelity.lm_loss_change'])} nats (from {number(base)}"
+            f"{reference})"
         )
     return "its fidelity cost was not measured"
 
