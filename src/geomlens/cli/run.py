@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -92,11 +91,11 @@ class RunCommand(TyperCommand):
     """``geomlens run``, whose ``--help`` after an analysis's name (``geomlens run resolution
     --help``) also lists that analysis's options (given as ``--option KEY=VALUE``)."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta["geomlens_run_args"] = list(args)  # before --help, which stops the parsing
         return super().parse_args(ctx, args)
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         super().format_help(ctx, formatter)
         named = [a for a in ctx.meta.get("geomlens_run_args", []) if not a.startswith("-")]
         if not named:
