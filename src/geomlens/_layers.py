@@ -79,7 +79,7 @@ FLOORS: tuple[Floor, ...] = (
             "geomlens.version",
             "geomlens.formatting",
             "geomlens.progress",
-            "geomlens.defaults",
+            "geomlens.run_defaults",
             "geomlens._layers",
         ),
         "data/  theory/  results.py  stats.py  formatting.py  progress.py",

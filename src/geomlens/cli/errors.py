@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from geomlens.defaults import DEFAULT_BATCH_SIZE
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE
 
 
 def fail(message: str) -> typer.Exit:

@@ -18,7 +18,7 @@ from geomlens.cli.options import (
     ModelOption,
     SeedOption,
 )
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def print_summary(report) -> None:

@@ -30,7 +30,7 @@ from geomlens.cli.options import (
     SeedOption,
     TrustRemoteCodeOption,
 )
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def _parse_option(text: str) -> tuple[str, Any]:

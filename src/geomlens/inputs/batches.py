@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import torch
 
-from geomlens.defaults import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE  # the loop's default
-from geomlens.defaults import DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE  # the loop's default
+from geomlens.run_defaults import DEFAULT_MAX_LENGTH
 from geomlens.inputs.encoding import ModelInputs, PaddingSide
 from geomlens.inputs.positions import explain_index_error
 from geomlens.models.protocols import ModelAdapter
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from geomlens.data.dataset import Dataset
 
 # Inputs per forward pass (``gl.run``, ``geomlens run`` and every loop here) and tokens kept
-# per input (None: every token, the model's own limit still applies): geomlens.defaults.
+# per input (None: every token, the model's own limit still applies): geomlens.run_defaults.
 
 
 class BatchRows(NamedTuple):

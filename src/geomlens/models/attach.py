@@ -11,13 +11,13 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 
-from geomlens.defaults import DEFAULT_BACKEND, DEFAULT_MODEL
+from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 from geomlens.models.adapter import Adapter
 from geomlens.models.embedded_lms import embedded_lm, resolve_embedded
 
 BACKENDS = ("transformer-lens", "nnsight")
 # The backend ``load`` (and every CLI command) uses unless told otherwise, and the model of a
-# bare ``load()``: geomlens.defaults.
+# bare ``load()``: geomlens.run_defaults.
 #: Names under which the bundled MiniLM is known; they resolve to the package's folder offline.
 BUNDLED_MINILM_NAMES = (
     "all-MiniLM-L6-v2",

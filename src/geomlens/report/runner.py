@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geomlens.analyses.registry import analysis_class, builtin_analyses
-from geomlens.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
