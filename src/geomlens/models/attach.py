@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 
-from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 from geomlens.models.adapter import Adapter
 from geomlens.models.embedded_lms import embedded_lm, resolve_embedded
+from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 
 BACKENDS = ("transformer-lens", "nnsight")
 # The backend ``load`` (and every CLI command) uses unless told otherwise, and the model of a
