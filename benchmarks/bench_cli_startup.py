@@ -4,8 +4,9 @@ imports torch, transformers and the rest only when a command needs them).
     python benchmarks/bench_cli_startup.py --out benchmarks/results/cli_startup_cpu.json
 
 Each command runs ``--repeats`` times in a new process (``python -m geomlens …``); the median
-wall time is the number quoted, the runs beside it. Nothing here imports torch, so the numbers
-are the command's own.
+wall time and the median CPU time (user + system: what the command itself cost, which other
+work on a loaded machine does not inflate) are recorded, the runs beside them, with the load
+average at the time. Nothing here imports torch, so the numbers are the command's own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,8 +25,10 @@ from pathlib import Path
 COMMANDS = {"help": ["--help"], "list": ["list"], "run_help": ["run", "--help"]}
 
 
-def timed(arguments: list[str]) -> float:
+def timed(arguments: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of ``geomlens ARGUMENTS``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "100"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "geomlens", *arguments],
@@ -33,7 +37,10 @@ def timed(arguments: list[str]) -> float:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def main() -> None:
@@ -42,16 +49,20 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     options = parser.parse_args()
     timed(["--help"])  # the first run warms the file system cache; not counted
-    seconds = {
-        name: [round(timed(arguments), 3) for _ in range(options.repeats)]
+    runs = {
+        name: [timed(arguments) for _ in range(options.repeats)]
         for name, arguments in COMMANDS.items()
     }
+    seconds = {name: [round(wall, 3) for wall, _ in done] for name, done in runs.items()}
+    cpu = {name: [round(used, 3) for _, used in done] for name, done in runs.items()}
     numbers = {
         "benchmark": "geomlens CLI start-up, fresh interpreter, wall time",
         "commands": {name: "geomlens " + " ".join(args) for name, args in COMMANDS.items()},
         "repeats": options.repeats,
-        "median_seconds": {name: statistics.median(runs) for name, runs in seconds.items()},
+        "median_seconds": {name: statistics.median(walls) for name, walls in seconds.items()},
+        "median_cpu_seconds": {name: statistics.median(used) for name, used in cpu.items()},
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "machine": {
             "python": platform.python_version(),
             "cpu_count": os.cpu_count(),
