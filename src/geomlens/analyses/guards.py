@@ -33,6 +33,8 @@ __all__ = [
     "enough",
     "guard_words",
     "is_null",
+    "profile_grid",
+    "profile_span",
     "resolved_scale",
     "within",
 ]
@@ -161,9 +163,9 @@ def resolved_scale(
         spacing = read(result, key, grid)
         where = unit(result) if unit is not None else ""
         span = (
-            f"the stimuli span {quantity(lo, where)} to {quantity(hi, where)}"
+            f"the range is {quantity(lo, where)} to {quantity(hi, where)}"
             if math.isfinite(lo) and math.isfinite(hi)
-            else "the stimuli's range is unknown"
+            else "the range is unknown"
         )
         if not math.isfinite(value):
             return f"{UNRESOLVED} ({span})"
@@ -214,6 +216,26 @@ def enough(count: str | Callable[[Any, str], float], minimum: int, what: str = "
         return None
 
     return guard
+
+
+def _profile_distances(result: Any, key: str, table: str = "g_of_d") -> list[float]:
+    site, _ = _site_and_name(result, key)
+    rows = (getattr(result, "tables", None) or {}).get(table) or []
+    return sorted({float(r["distance"]) for r in rows if r.get("site", site) == site})
+
+
+def profile_span(result: Any, key: str) -> float:
+    """The largest distance of the key's site's measured g(d) (the stimuli's span), or NaN."""
+    distances = _profile_distances(result, key)
+    return distances[-1] if distances else math.nan
+
+
+def profile_grid(result: Any, key: str) -> float:
+    """The smallest spacing of the key's site's measured g(d) distances, or NaN."""
+    distances = _profile_distances(result, key)
+    if len(distances) < 2:
+        return math.nan
+    return min(b - a for a, b in zip(distances, distances[1:]))
 
 
 #: Tokenizers known to split a year into single digits (one token per digit).

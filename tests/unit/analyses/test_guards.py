@@ -17,6 +17,8 @@ from geomlens.analyses.guards import (
     digit_split_years,
     enough,
     is_null,
+    profile_grid,
+    profile_span,
     resolved_scale,
     within,
 )
@@ -125,3 +127,20 @@ def test_metric_value_reads_the_guard_of_the_results_own_analysis():
     assert metric_value(plain, f"{SITE}.p_guarded") == "0.5"
     assert is_null(metric_value(guarded, f"{SITE}.p_guarded"))
     assert not is_null(metric_value(plain, f"{SITE}.p_guarded"))
+
+
+def test_the_scale_guard_reads_the_range_and_grid_of_the_measured_profile():
+    rows = [{"site": SITE, "distance": d, "mean": 0.0} for d in (10.0, 20.0, 30.0, 500.0)]
+    rows.append({"site": "blocks.9.hook_resid_post", "distance": 9000.0, "mean": 0.0})
+    result = Result(
+        "planted", metrics={f"{SITE}.epsilon": 2465.0}, tables={"g_of_d": rows},
+        provenance={"sites": [SITE]},
+    )  # fmt: skip
+    key = f"{SITE}.epsilon"
+    assert profile_span(result, key) == 500.0 and profile_grid(result, key) == 10.0
+    guard = resolved_scale(0.0, profile_span, profile_grid)
+    assert guard(result, key).startswith("unresolved: outside the range")
+    result.metrics[key] = 5.0
+    assert guard(result, key).startswith("unresolved: below the grid spacing of 10")
+    result.metrics[key] = 166.0
+    assert guard(result, key) is None
