@@ -193,7 +193,14 @@ def _interval(values: np.ndarray, confidence: float, first: float = -np.inf) -> 
     ends = np.quantile(kept, [tail, 1 - tail], method="inverted_cdf")
     censored = [float(np.sign(e)) if np.isinf(e) else 0.0 for e in ends]
     low, high = (float(e) if np.isfinite(e) else nan for e in ends)
-    return Interval(low, high, *censored, _order_error(kept, tail), _order_error(kept, 1 - tail))
+    return Interval(
+        low,
+        high,
+        censored[0],
+        censored[1],
+        _order_error(kept, tail),
+        _order_error(kept, 1 - tail),
+    )
 
 
 def censor(value: float, first: float) -> tuple[float, float]:
@@ -455,14 +462,14 @@ class Resolution(Similarity):
             chosen.level,
         )
         value, censored = censor(width, first)
+        protocol: dict[str, Any] = {
+            "draws": config.draws,
+            "choice": config.choice,
+            "samples": config.samples,
+            "seed": seed,
+        }
         empirical = evaluate(
-            measured.distances,
-            np.clip(measured.similarity, 0.0, None),
-            2,
-            draws=config.draws,
-            choice=config.choice,
-            samples=config.samples,
-            seed=seed,
+            measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
         )
         return {
             "site": measured.site,
