@@ -317,7 +317,10 @@ class Resolution(Similarity):
         scope_rows: list[dict[str, Any]] = []
         side_rows: list[dict[str, Any]] = []
         other = "cosine" if config.similarity == "centred-cosine" else "centred-cosine"
-        companions = {m.site: m for m in self.site_similarities(other)}
+        try:
+            companions = {m.site: m for m in self.site_similarities(other)}
+        except ValueError:  # e.g. centring leaves a zero vector: that similarity is undefined
+            companions = {}
         for measured in self.site_similarities():
             site = measured.site
             edges = distance_bins(measured.distances, config.bins)
@@ -350,7 +353,12 @@ class Resolution(Similarity):
             )
             distances = np.array([r["distance"] for r in rows])
             means = np.array([r["mean"] for r in rows])
-            width = measured_half_width(distances, means, chosen.level)
+            # No far level to be halfway to without a scale (a flat profile): NaN.
+            width = (
+                measured_half_width(distances, means, chosen.level)
+                if np.isfinite(chosen.epsilon)
+                else float("nan")
+            )
             # No interval around a scale that is not there.
             resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
             boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
@@ -409,7 +417,21 @@ class Resolution(Similarity):
                 "p_similarity": placement["p_similarity"],
                 "p_identification": placement["p_identification"],
             }
-            theirs = self._summary(companions[site], other, d1, seed)
+            theirs = (
+                self._summary(companions[site], other, d1, seed)
+                if site in companions
+                else {
+                    "site": site,
+                    "similarity": other,
+                    "family": "undefined",
+                    **dict.fromkeys(
+                        ("g_first", "half_width", "half_width_censored", "delta", "offset"),
+                        float("nan"),
+                    ),
+                    "p_similarity": float("nan"),
+                    "p_identification": float("nan"),
+                }
+            )
             side_rows.extend([mine, theirs])
             for row in (mine, theirs):
                 prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
@@ -461,7 +483,7 @@ class Resolution(Similarity):
             np.array([r["mean"] for r in rows]),
             chosen.level,
         )
-        value, censored = censor(width, first)
+        value, censored = censor(width if np.isfinite(chosen.epsilon) else float("nan"), first)
         protocol: dict[str, Any] = {
             "draws": config.draws,
             "choice": config.choice,
