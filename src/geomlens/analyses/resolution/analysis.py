@@ -405,7 +405,7 @@ class Resolution(Similarity):
             metrics.update(site_metrics)
             placement_rows.append({"site": site, "family": chosen.family, **placement})
             # The same numbers with the other similarity, side by side (centring changes them).
-            mine = {
+            mine: dict[str, Any] = {
                 "site": site,
                 "similarity": config.similarity,
                 "family": chosen.family,
@@ -417,7 +417,7 @@ class Resolution(Similarity):
                 "p_similarity": placement["p_similarity"],
                 "p_identification": placement["p_identification"],
             }
-            theirs = (
+            theirs: dict[str, Any] = (
                 self._summary(companions[site], other, d1, seed)
                 if site in companions
                 else {
