@@ -141,6 +141,11 @@ def test_a_scale_at_the_top_of_the_search_is_reported_as_a_bound():
     for end in ("low", "high"):
         value = result[f"{SITE}.epsilon_ci_{end}"]
         assert np.isnan(value) or value < 4 * LINE.max() / 1.01
+    # The exponential family runs to the top of its search here: its row says so and gives
+    # no number for ε (the search's edge would look like an estimate).
+    (exponential,) = [r for r in result.tables["fits"] if r["family"] == "exponential"]
+    assert exponential["at_search_bound"] == "high"
+    assert np.isnan(exponential["epsilon"])
 
 
 # -- 4. The regime below d₁, ⟨b⟩ at both scales -------------------------------------------------

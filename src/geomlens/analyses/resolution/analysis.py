@@ -334,12 +334,15 @@ class Resolution(Similarity):
                 {
                     "site": site,
                     "family": f.family,
-                    "epsilon": f.epsilon,
+                    # A scale at an edge of the search grid is a bound, not an estimate.
+                    "epsilon": float("nan")
+                    if f.at_bound == "high" or (f.at_bound == "low" and f.family != "two-scale")
+                    else f.epsilon,
                     # The fitted curve's half-width (the metric is the measured curve's).
                     "half_width": f.half_width,
                     "delta": f.delta,
                     "offset": f.offset,
-                    "epsilon_fast": f.epsilon_fast,
+                    "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
                     "fast_share": f.fast_share,
                     # The fraction of g(0) = 1 this fit loses within the first bin.
                     "amplitude": float(1.0 - f.g()(np.array(d1)))
