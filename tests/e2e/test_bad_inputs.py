@@ -276,7 +276,7 @@ CASES = [
 ]  # fmt: skip
 
 
-# -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+# -- reliability: once silently wrong or unclear -------------------------------------------------
 def _damaged_checkpoint(folder: Path, damage: Callable[[bytes], bytes]) -> None:
     """A finished checkpoint of a small run, its file then damaged, then resumed."""
     gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
@@ -522,7 +522,7 @@ CLI_CASES = [
 ]  # fmt: skip
 
 
-# -- issue 19 (reliability II) -------------------------------------------------------------------
+# -- reliability: damaged or unclear inputs -------------------------------------------------------
 def _lines(folder: Path, *lines: str) -> str:
     path = folder / "data.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
