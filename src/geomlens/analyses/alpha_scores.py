@@ -146,7 +146,10 @@ class TaskRows:
     def cells(self) -> list[list[np.ndarray]]:
         """``[value][context]``: the row indices of each cell (value 0: −, 1: +)."""
         return [
-            [np.flatnonzero((self.context == c) & (self.positive == bool(v))) for c in range(self.n_contexts)]
+            [
+                np.flatnonzero((self.context == c) & (self.positive == bool(v)))
+                for c in range(self.n_contexts)
+            ]
             for v in (0, 1)
         ]
 
@@ -308,7 +311,10 @@ def alpha_draws(
         within, kind = row_shuffle_null(rows, rng, n_shuffles), ROW_SHUFFLE
     else:
         within, kind = within_context_null(cosines, rng, n_shuffles), SIGN_FLIP
-    nulls = {"within-context": within, "across-contexts": across_contexts_null(means, rng, n_shuffles)}
+    nulls = {
+        "within-context": within,
+        "across-contexts": across_contexts_null(means, rng, n_shuffles),
+    }
     draws = AlphaDraws(alpha, k, bootstrap, nulls, undefined=undefined, null_kind=kind)
     if sizes is None:
         draws.corrected_undefined = "the rows were not kept, so no split halves"

@@ -107,7 +107,9 @@ def test_site_mean_of_raw_alpha_averages_only_equal_cell_sizes():
     by_task = {r["task"]: r for r in result.tables["per_task"]}
     assert result.metrics["x.alpha"] == pytest.approx(by_task["pairs"]["alpha"])
     assert result.metrics["x.rows_per_cell"] == 1
-    assert result.metrics["x.alpha_corrected"] == pytest.approx(by_task["crossed"]["alpha_corrected"])
+    assert result.metrics["x.alpha_corrected"] == pytest.approx(
+        by_task["crossed"]["alpha_corrected"]
+    )
     (site,) = result.tables["sites"]
     assert site["alpha_tasks"] == "pairs" and site["alpha_corrected_tasks"] == "crossed"
 
@@ -149,9 +151,7 @@ def test_a_vanishing_difference_vector_gives_nan_with_a_reason():
     assert np.isnan(draws.alpha)
     assert "vanishes" in draws.undefined
     rows = np.concatenate([np.zeros((2, 4)), np.ones((2, 4))])
-    result = run(
-        rows, {"concept": ["minus", "plus"] * 2, "context": ["a", "a", "b", "b"]}
-    )
+    result = run(rows, {"concept": ["minus", "plus"] * 2, "context": ["a", "a", "b", "b"]})
     (row,) = result.tables["per_task"]
     assert np.isnan(row["alpha"]) and "vanishes" in row["alpha_undefined"]
     assert np.isnan(row["alpha_p_value"])

@@ -87,8 +87,7 @@ class AbstractionConfig(ConceptConfig):
     )
     n_half_splits: int = option(
         DEFAULT_HALF_SPLITS,
-        "Random halvings of every cell averaged into the corrected α (its split-half "
-        "cosines).",
+        "Random halvings of every cell averaged into the corrected α (its split-half cosines).",
         low=1,
     )
 

@@ -252,7 +252,9 @@ class LinearizationEffect(Analysis):
                 "fidelity.lm_loss_base": base,
                 "fidelity.lm_loss_linearized": linearized,
                 "fidelity.lm_loss_change": linearized - base,
-                "fidelity.lm_loss_uniform": math.log(self.vocab_size) if self.vocab_size else math.nan,
+                "fidelity.lm_loss_uniform": math.log(self.vocab_size)
+                if self.vocab_size
+                else math.nan,
             }
         return {"fidelity.output_embedding_cosine": f["cosine_sum"] / max(f["cosine_count"], 1)}
 
@@ -366,7 +368,8 @@ class LinearizationEffect(Analysis):
         corrected = [
             r
             for r in everything
-            if np.isfinite(r["alpha_corrected_base"]) and np.isfinite(r["alpha_corrected_linearized"])
+            if np.isfinite(r["alpha_corrected_base"])
+            and np.isfinite(r["alpha_corrected_linearized"])
         ]
         summary.update(
             self._paired("alpha_corrected", corrected, base_draws, linearized_draws, seed, site)
@@ -419,7 +422,9 @@ class LinearizationEffect(Analysis):
             f"{column}_change": float(np.mean([r[f"{column}_change"] for r in rows])),
             f"{column}_change_ci_low": low,
             f"{column}_change_ci_high": high,
-            f"tasks_{column}_up": float(sum(r[f"{column}_linearized"] > r[f"{column}_base"] for r in rows)),
+            f"tasks_{column}_up": float(
+                sum(r[f"{column}_linearized"] > r[f"{column}_base"] for r in rows)
+            ),
         }
 
     @classmethod

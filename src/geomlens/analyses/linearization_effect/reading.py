@@ -72,7 +72,7 @@ def _finite(value: float | None) -> bool:
 
 
 def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
-    """"goes from a to b (change c, interval: resolved or not), up in u and down in d of n
+    """ "goes from a to b (change c, interval: resolved or not), up in u and down in d of n
     sets" for the summary's ``column``."""
     low = metrics.get(f"summary.{column}_change_ci_low")
     high = metrics.get(f"summary.{column}_change_ci_high")
