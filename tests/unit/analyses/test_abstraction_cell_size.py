@@ -80,7 +80,7 @@ def test_corrected_alpha_is_flat_in_the_rows_per_cell(by_size):
 def test_corrected_alpha_recovers_other_planted_cosines(rho):
     result = run(*planted_cells(rho, 6, seed=3))
     assert result.metrics["x.alpha_corrected"] == pytest.approx(rho, abs=0.08)
-    assert result.metrics["x.alpha"] < rho - 0.1  # the raw one is attenuated at 6 rows
+    assert result.metrics["x.alpha"] < 0.75 * rho  # the raw one is attenuated at 6 rows
 
 
 def test_one_row_cells_have_no_corrected_alpha_and_say_why():
@@ -135,7 +135,7 @@ def test_two_context_null_can_reject_with_several_rows_per_cell():
     shared = run(*two_contexts(20, shared=True), n_shuffles=400)
     (row,) = shared.tables["per_task"]
     assert row["alpha_null_kind"] == ROW_SHUFFLE
-    assert row["alpha"] > 0.8
+    assert row["alpha"] > 0.5
     assert row["alpha_p_value"] < 0.01
     assert row["alpha_null_p95"] < 0.5
     absent = run(*two_contexts(20, shared=False, seed=1), n_shuffles=400)
