@@ -407,10 +407,16 @@ class TransformerLensAdapter(Adapter):
         with eval_mode(self.model, *([wrapped] if wrapped is not None else [])), torch.no_grad():
             try:
                 with _hooks_added(hooks), head_hook:
-                    logits = self._forward(inputs, wants_logits)
+                    # A HookedTransformer asked for no logits returns before its unembed.
+                    logits = self._forward(inputs, wants_logits or from_head)
             except _StopForward:
                 pass
             else:
+                if from_head:
+                    raise RuntimeError(
+                        f"The forward pass of {self.model_id!r} never called its unembedding "
+                        "module, so the next-token scores could not be made from its input."
+                    )
                 if wants_logits:
                     assert logits is not None  # the pass was asked for its logits
                     for site, edit in self.active_edits:
