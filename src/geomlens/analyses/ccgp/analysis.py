@@ -30,6 +30,7 @@ from geomlens.analyses.concept_geometry import (
     site_averages,
     site_tasks,
 )
+from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.probe_scores import ccgp_scores
 from geomlens.results import Result
 
@@ -66,6 +67,15 @@ def ccgp_tables(
                 site, task, "CCGP tests a probe trained on some contexts on another"
             )
             rows, concept, context = state.pooled(site, task)
+            refuse_duplicates(
+                "ccgp",
+                f"{site} (task {task})",
+                rows,
+                [concept, context],
+                state.pooled_index(task),
+                effect="a copy and its twin would land in the training and the test split, "
+                "inflating the within-context and mixed-context accuracies",
+            )
             summary, splits = ccgp_scores(
                 rows,
                 concept,

@@ -27,6 +27,7 @@ import numpy as np
 
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
+from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
 from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
@@ -246,6 +247,18 @@ class Similarity(Analysis):
             metric = parse_metric(self.metric(stimuli.coordinates))
             distances = np.round(metric(stimuli.coordinates), 12)
             similarity = similarity_matrix(stimuli.vectors, self.config.similarity)
+            if stimuli.row_vectors is not None:  # a copy would be "the same stimulus, another text"
+                refuse_duplicates(
+                    self.name,
+                    site,
+                    stimuli.row_vectors,
+                    [stimuli.coordinates[stimuli.stimulus_of_row]]
+                    if stimuli.stimulus_of_row is not None
+                    else [],
+                    stimuli.row_index,
+                    effect="each copy would count as its stimulus seen in another text, pulling "
+                    "g0_across_texts toward 1",
+                )
             texts = across_texts(stimuli, self.config.similarity)
             measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity, texts))
         return measured
