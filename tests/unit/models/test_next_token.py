@@ -188,17 +188,19 @@ def test_linearization_effect_loss_equals_the_full_logit_formula(backend):
     import geomlens as gl
 
     model, tokenizer = tiny_gpt2()
-    texts = ["the king sat", "the queen sat", "the big house", "the small house"] * 2
-    data = {
-        "text": [t.replace("king", "[[king]]").replace("queen", "[[queen]]") for t in texts],
-        "concept": ["first", "second"] * 4,
-        "context": ["a", "a", "b", "b"] * 2,
-        "task": ["gender", "gender", "size", "size"] * 2,
+    pairs = {
+        "gender": ("the [[{}]] sat", [("king", "queen"), ("man", "woman"), ("boy", "girl")]),
+        "size": ("the [[{}]] house", [("big", "small"), ("old", "new"), ("first", "last")]),
     }
-    data["text"] = [
-        t if "[[" in t else t.replace("big", "[[big]]").replace("small", "[[small]]")
-        for t in data["text"]
-    ]
+    data: dict[str, list[str]] = {"text": [], "concept": [], "context": [], "task": []}
+    for task, (frame, words) in pairs.items():
+        for pair in words:
+            for concept, word in zip(("first", "second"), pair):
+                data["text"].append(frame.format(word))
+                data["concept"].append(concept)
+                data["context"].append("/".join(pair))
+                data["task"].append(task)
+    texts = [t.replace("[[", "").replace("]]", "") for t in data["text"]]
     adapter = gl.attach(model, tokenizer=tokenizer, backend=backend)
     result = gl.run("linearization-effect", adapter, data, n_bootstrap=20, n_shuffles=5)
     linearized = copy.deepcopy(model)
