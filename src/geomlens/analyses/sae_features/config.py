@@ -94,7 +94,7 @@ class SAEFeaturesConfig(AnalysisConfig):
     bootstrap: int = option(1000, "Bootstrap resamples of each AUROC's interval (0: none).")
     confidence: float = option(0.95, "Coverage of the AUROC intervals.", low=0, high=1)
     training: dict = option(
-        {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
+        {}, "With sae=None: overrides of geomlens.sae.config.TrainingConfig (d_sae, tokens, ...)."
     )
 
     def to_dict(self) -> dict[str, Any]:
