@@ -53,6 +53,8 @@ from geomlens.interventions.linearize import (
 )
 from geomlens.interventions.resume import capture_from_layer, resume_site_for
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
+from geomlens.models.sites import NEXT_TOKEN_SITE
+from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
 from .example import EXAMPLE
@@ -75,23 +77,21 @@ class LinearizationEffectConfig(AbstractionConfig, CCGPConfig):
 
 def _affected(site: str, first_layer: int) -> bool:
     """Whether linearising from ``first_layer`` on can change the activation at ``site``."""
-    if site == LOGITS_SITE:
+    if site in (LOGITS_SITE, NEXT_TOKEN_SITE):
         return True
     layer = layer_of(site)
     return layer is not None and layer >= first_layer
 
 
-def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed next-token cross-entropy over real (token, next token) pairs, and their count
-    (tensors on the model's device: read once, in finalize)."""
+def _next_token_loss(log_probs: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed next-token cross-entropy over real (token, next token) pairs, and their count,
+    from each token's log-probability of the next (the ``logits.next_token_logprob`` site,
+    scored inside the pass); tensors on the model's device, read once in finalize."""
     if batch.inputs.input_ids is None:
         raise ValueError("The next-token loss needs token ids (a text model's inputs).")
-    ids = batch.inputs.input_ids.to(logits.device)
-    mask = batch.attention_mask.to(logits.device).bool()
+    mask = batch.attention_mask.to(log_probs.device).bool()
     pairs = mask[:, :-1] & mask[:, 1:]
-    losses = F.cross_entropy(
-        logits[:, :-1].transpose(1, 2).to(torch.float64), ids[:, 1:], reduction="none"
-    )
+    losses = -log_probs[:, :-1].to(torch.float64)
     return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
@@ -132,8 +132,9 @@ class LinearizationEffect(Analysis):
         return [adapter.n_layers - 2]
 
     def _output_site(self, adapter: Adapter) -> str:
-        if LOGITS_SITE in adapter.sites():
-            return LOGITS_SITE
+        if LOGITS_SITE in adapter.sites() and adapter.makes_head_sites:
+            # Scored inside the pass: the passes never hold [B, T, vocab] logits.
+            return NEXT_TOKEN_SITE
         return f"blocks.{adapter.n_layers - 1}.hook_resid_post"
 
     def sites(self, adapter: Adapter) -> list[str]:
@@ -199,8 +200,10 @@ class LinearizationEffect(Analysis):
 
     def _update_fidelity(self, batch: Batch, base: dict, linearized: dict) -> None:
         site = self._output_site(self._run_context().adapter)
-        if site == LOGITS_SITE:
-            self.vocab_size = max(self.vocab_size, int(base[site].shape[-1]))
+        if site == NEXT_TOKEN_SITE:
+            if not self.vocab_size:  # ln V is the uniform guess's loss (read once, from config)
+                vocab = expected_widths(self._run_context().adapter).get("vocab")
+                self.vocab_size = int(vocab or 0)
             for condition, activations in zip(CONDITIONS, (base, linearized)):
                 total, count = _next_token_loss(activations[site], batch)
                 self._add(f"loss_sum_{condition}", total)

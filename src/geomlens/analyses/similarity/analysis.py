@@ -34,6 +34,7 @@ from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
 from geomlens.formatting import distance_unit
 from geomlens.models.adapter import Adapter
+from geomlens.models.sites import LAST_LOGITS_SITE
 from geomlens.results import Result
 
 from .example import EXAMPLE
@@ -146,7 +147,8 @@ class Similarity(Analysis):
                     f"{LOGITS_SITE!r}), which {adapter.model_id!r} does not offer: it has no LM "
                     "head. Use a causal LM, or mode='representational'."
                 )
-            return [LOGITS_SITE]
+            # The last real token's logits, made inside the pass: [B, vocab], never [B, T, vocab].
+            return [LAST_LOGITS_SITE if adapter.makes_head_sites else LOGITS_SITE]
         defaults = adapter.residual_sites()
         return defaults or adapter.sites()
 
