@@ -17,7 +17,10 @@ def _weight_tensors(adapter: Any) -> list[tuple[str, torch.Tensor]]:
     recorded = getattr(adapter, "recorded_arrays", None)
     if recorded is not None:
         return sorted(recorded.items())
-    model = getattr(adapter, "model", None)
+    # A TransformerLens bridge adds tensors it derives from the model's own (GPT-2's split
+    # q/k/v, a zero LM-head bias): the Hugging Face module it was built from, kept untouched
+    # beside it, is what nnsight traces too.
+    model = getattr(adapter, "reference_module", None) or getattr(adapter, "model", None)
     if not isinstance(model, torch.nn.Module):
         return []
     seen: set[tuple[int, int, tuple[int, ...]]] = set()
