@@ -28,7 +28,7 @@ def _weight_tensors(adapter: Any) -> list[tuple[str, torch.Tensor]]:
     for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
         if tensor is None:
             continue
-        key = (tensor.data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        key = (tensor.data_ptr(), int(tensor.storage_offset()), tuple(tensor.shape))
         if tensor.is_meta or key not in seen:
             seen.add(key)
             tensors.append((name, tensor))
