@@ -65,8 +65,18 @@ _NON_FINITE = {None: math.nan, "inf": math.inf, "-inf": -math.inf}
 def _metric_value(name: str, value: Any) -> float:
     """A metric as JSON holds it (null for NaN, "inf"/"-inf") as a float; anything else is not
     a metric."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond a float's range (about 1.8e308)
+            digits = len(str(abs(value)))
+            raise ValueError(
+                f"Not a geomlens result: metric {name!r} is an integer of {digits} digits, beyond "
+                "the range of a float (about 1.8e308); a metric is a float-sized number (null "
+                'for NaN, "inf" or "-inf").'
+            ) from None
+    if isinstance(value, float):
+        return value
     if value is None or value in ("inf", "-inf"):
         return _NON_FINITE[value]
     raise ValueError(
@@ -198,6 +208,12 @@ class Result:
                 f"{source} is not a geomlens result: not valid JSON ({error}). A result file is "
                 "what Result.to_json or `geomlens run --out` wrote."
             ) from error
+        except ValueError as error:  # an integer longer than Python reads (4300 digits)
+            raise ValueError(
+                f"{source} is not a geomlens result: it holds a number too long to read "
+                f"({str(error).split(';')[0]}); a metric is a float-sized number. A result file "
+                "is what Result.to_json or `geomlens run --out` wrote."
+            ) from None
         if not isinstance(data, dict):
             raise ValueError(
                 f"{source} is not a geomlens result: it holds a JSON {type(data).__name__}, "

@@ -237,6 +237,14 @@ class ConceptState:
             )
         return concepts, contexts, means
 
+    def pooled_index(self, task: str) -> np.ndarray:
+        """The dataset row numbers of :meth:`pooled`'s rows of ``task``, in the same order."""
+        self._to_host()
+        index = np.concatenate(self.index)
+        order = np.argsort(index, kind="stable")
+        tasks = np.concatenate([part[0] for part in self.labels])[order]
+        return index[order][tasks == task]
+
     def pooled(self, site: str, task: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows ``[n, d]``, concept, context) of one task at one site, in dataset order."""
         self._to_host()

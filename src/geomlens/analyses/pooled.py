@@ -31,6 +31,7 @@ class StimulusRepresentations:
     rows: np.ndarray  # [S] how many dataset rows were averaged into each stimulus
     row_vectors: np.ndarray | None = None  # [N, d] every row's pooled vector
     stimulus_of_row: np.ndarray | None = None  # [N] which stimulus each row is
+    row_index: np.ndarray | None = None  # [N] each row's number in the dataset
 
 
 @state_class
@@ -82,7 +83,7 @@ class PooledRows:
         sums = np.zeros((len(unique), vectors.shape[1]))
         np.add.at(sums, stimulus_of_row, vectors)
         return StimulusRepresentations(
-            unique, sums / counts[:, None], counts, vectors, stimulus_of_row
+            unique, sums / counts[:, None], counts, vectors, stimulus_of_row, index
         )
 
 

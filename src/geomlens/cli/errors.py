@@ -13,8 +13,22 @@ import typer
 from geomlens.inputs.batches import DEFAULT_BATCH_SIZE
 
 
+def end_open_bars() -> None:
+    """Close every progress bar still open (a training interrupted mid-step leaves its bar
+    open), so what is printed next starts on a line of its own, not at the bar's end."""
+    import sys
+
+    tqdm_module = sys.modules.get("tqdm.std")
+    if tqdm_module is None:
+        return
+    for open_bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+        with contextlib.suppress(Exception):  # a bar that cannot close must not hide the message
+            open_bar.close()
+
+
 def fail(message: str) -> typer.Exit:
     """Print one line ``error: …`` on stderr; the caller raises the returned exit (code 2)."""
+    end_open_bars()
     # One line: a multi-line message (a model-loading error with advice) is joined up.
     typer.secho(f"error: {' '.join(message.split())}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=2)
@@ -48,6 +62,7 @@ def one_line_errors(
     except KeyboardInterrupt:
         if interrupted is None:
             raise
+        end_open_bars()
         typer.secho(interrupted, fg=typer.colors.RED, err=True)
         raise typer.Exit(code=130) from None
 
@@ -74,6 +89,16 @@ def check_batch_size(value: int) -> None:
             f"--batch-size must be from 1 to {MAX_BATCH_SIZE} (inputs per forward pass; "
             f"{DEFAULT_BATCH_SIZE} is the default); got {shown}."
         )
+
+
+def check_seed(value: int, flag: str = "--seed") -> None:
+    """Refuse a seed outside 0..2**63-1 (what torch and numpy both take), before any work."""
+    from geomlens.engine.feed import check_seed as check
+
+    try:
+        check(value, flag)
+    except ValueError as error:
+        raise fail(f"{str(error).rstrip('.')}; {flag} 0 is the default.") from None
 
 
 def check_writable_file(flag: str, path: Path, suffixes: tuple[str, ...]) -> None:

@@ -80,11 +80,32 @@ def report_command(
     ] = None,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
-    from geomlens.cli.errors import check_batch_size, one_line_errors
-    from geomlens.report.runner import build_report, default_folder, existing_report
+    from geomlens.analyses.registry import builtin_analyses
+    from geomlens.cli.errors import check_batch_size, check_positive, check_seed, one_line_errors
+    from geomlens.report.causal_lm import section_model
+    from geomlens.report.runner import (
+        build_report,
+        check_report_options,
+        default_folder,
+        existing_report,
+    )
 
+    # Every option is checked before anything is loaded or written (an earlier report in the
+    # folder stays as it was when one is wrong).
     check_batch_size(batch_size)
+    check_positive("--max-length", max_length)
+    check_seed(seed)
     out = out if out is not None else default_folder(quick)
+    with one_line_errors():
+        check_report_options(
+            out,
+            list(analysis) if analysis else builtin_analyses(),
+            section_model(model, analysis, causal_lm),
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+            flag="--out",
+        )
     replaced = existing_report(out)
     if replaced:
         typer.echo(f"overwriting {replaced} in {out}")

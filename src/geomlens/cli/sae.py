@@ -95,9 +95,10 @@ def train_command(
     (docs/sae.md)."""
     import geomlens as gl
     from geomlens.cli.data import load_data
-    from geomlens.cli.errors import check_positive, one_line_errors
+    from geomlens.cli.errors import check_positive, check_seed, fail, one_line_errors
     from geomlens.sae.training import cached_sae, corpus_texts
 
+    # Every option is checked before the model is loaded (minutes for a large one).
     for flag, value in (
         ("--d-sae", d_sae),
         ("--tokens", tokens),
@@ -105,6 +106,16 @@ def train_command(
         ("--passes", passes),
     ):
         check_positive(flag, value)
+    if lr is not None and not 0 < lr < float("inf"):
+        raise fail(f"--lr must be a positive finite number (e.g. 4e-4); got {lr}.")
+    if l1 is not None and not 0 <= l1 < float("inf"):
+        raise fail(f"--l1 must be a finite number of at least 0 (e.g. 5.0); got {l1}.")
+    check_seed(seed)
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        raise fail(
+            f"--cache-dir {cache_dir} is a file; give a folder (it is made if missing), or "
+            "leave --cache-dir out for the user cache."
+        )
     if data is None:
         texts, corpus = corpus_texts(), default_corpus_name()
     else:

@@ -109,6 +109,13 @@ class StreamedData:
             pending = self._raw_rows()
             next(pending, None)  # the first row, which we hold already
         fields = set(first)
+        # The coordinate's kind (a number, or a vector of one width) is the first row's for the
+        # whole stream, not only within one batch: batches are stacked together at the end.
+        width = (
+            check_coordinate(first[COORDINATE_COLUMN], "Row 0")
+            if COORDINATE_COLUMN in first
+            else None
+        )
         yield first
         for number, raw in enumerate(pending, start=1):
             row = normalize_row(raw, number)
@@ -117,6 +124,14 @@ class StreamedData:
                     f"Row {number} of {self.name!r} has fields {sorted(row)} but the first row "
                     f"has {sorted(fields)}; every row needs the same fields."
                 )
+            if COORDINATE_COLUMN in row:
+                found = check_coordinate(row[COORDINATE_COLUMN], f"Row {number}")
+                if found != width:
+                    raise ValueError(
+                        f"Row {number} of {self.name!r}: coordinate {row[COORDINATE_COLUMN]!r} "
+                        f"is {_kind(found)} but the first row's is {_kind(width)}; every row's "
+                        "coordinate must be of one kind (a number each, or vectors of one length)."
+                    )
             yield row
 
     def chunks(self, batch_size: int) -> Iterator[Dataset]:
@@ -129,6 +144,10 @@ class StreamedData:
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "length": self.length}
+
+
+def _kind(width: int | None) -> str:
+    return "a number" if width is None else f"a vector of {width}"
 
 
 class _FileRows:

@@ -529,7 +529,7 @@ def run(
     """
     from geomlens.models.attach import attach
 
-    _check_seed(seed)
+    check_seed(seed)
     settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
@@ -572,10 +572,16 @@ def run(
     return results
 
 
-def _check_seed(seed: Any) -> None:
+def check_seed(seed: Any, name: str = "seed") -> None:
+    """Refuse a seed that torch and numpy cannot both take (one line, the range)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         # torch takes 64-bit seeds and numpy's generators non-negative ones: both, or neither.
-        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1; got {seed!r}.")
+        shown = (
+            repr(seed)
+            if len(repr(seed)) <= 24
+            else f"{repr(seed)[:12]}... ({len(repr(seed))} digits)"
+        )
+        raise ValueError(f"{name} must be an integer from 0 to 2**63 - 1; got {shown}.")
 
 
 def _shard(distributed: bool | None) -> Shard:

@@ -181,9 +181,18 @@ def encode_texts(
                 if hi > lo and lo < span[1] and hi > span[0]
             ]
             if not hits:
+                covered = max((hi for lo, hi in offsets if hi > lo), default=0)
+                if max_length is not None and span[0] >= covered:
+                    raise ValueError(
+                        f"The marked span of {text!r} falls outside the tokens kept "
+                        f"(max_length={max_length}); raise max_length or shorten the text."
+                    )
+                marked = text[span[0] : span[1]]
+                shown = " ".join(f"U+{ord(c):04X}" for c in marked[:8])
                 raise ValueError(
-                    f"The marked span of {text!r} falls outside the tokens kept "
-                    f"(max_length={max_length}); raise max_length or shorten the text."
+                    f"The marked span [[{marked}]] of {text!r} covers no token: the tokenizer "
+                    f"drops its characters ({shown}: invisible or blank); mark a word with "
+                    "visible characters."
                 )
             span_mask[row, [h + shift for h in hits]] = True
     return ModelInputs(

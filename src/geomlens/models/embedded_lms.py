@@ -196,10 +196,72 @@ def resolve_embedded(lm: EmbeddedLM) -> Resolved:
     folder = model_cache_dir() / f"{lm.name}-{lm.quantisation.lower()}-{sha256[:16]}"
     if not (folder / MANIFEST).is_file():
         with _lock(folder):
+            _remove_stale_staging(folder)
             if not (folder / MANIFEST).is_file():  # another process may have made it meanwhile
                 _dequantise_into(folder, lm, chunks, sha256)
-    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest = verified_manifest(folder, lm, sha256)
     return Resolved(str(folder), {**manifest, "origin": "gguf", "cache": str(folder)})
+
+
+#: The files a dequantised folder must hold to be loaded (the tokenizer's beside them).
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json")
+
+
+def verified_manifest(folder: Path, lm: EmbeddedLM, sha256: str) -> dict[str, Any]:
+    """The cache folder's manifest, once what it claims is checked against what was asked for
+    (the model's name, the GGUF's hash) and the folder holds a loadable model; OSError naming
+    the folder, with what to do, otherwise. Nothing of an unverified manifest reaches a
+    result's provenance."""
+    advice = f"delete {folder} and load {lm.name} again to dequantise it anew"
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else "not JSON"
+        raise OSError(
+            f"The cached {lm.name} in {folder} is damaged (its {MANIFEST} cannot be read: "
+            f"{reason}); {advice}."
+        ) from None
+    if not isinstance(manifest, dict):
+        raise OSError(
+            f"The cached {lm.name} in {folder} is damaged ({MANIFEST} is not an object); {advice}."
+        )
+    wrong = [
+        f"{key} {manifest.get(key)!r} where {expected!r} was expected"
+        for key, expected in (
+            ("name", lm.name),
+            ("quantisation", lm.quantisation),
+            ("gguf_sha256", sha256),
+        )
+        if manifest.get(key) != expected
+    ]
+    if wrong:
+        raise OSError(
+            f"The cached {lm.name} in {folder} was not made from this GGUF (its {MANIFEST} "
+            f"says {'; '.join(wrong)}); {advice}."
+        )
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    if missing:
+        raise OSError(
+            f"The cached {lm.name} in {folder} is damaged ({', '.join(missing)} missing); {advice}."
+        )
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        config = None
+    if not isinstance(config, dict):
+        raise OSError(
+            f"The cached {lm.name} in {folder} is damaged (its config.json is not a JSON "
+            f"object); {advice}."
+        )
+    return manifest
+
+
+def _remove_stale_staging(folder: Path) -> None:
+    """Remove the staging folders an interrupted dequantisation of ``folder`` left (called
+    with the folder's lock held, so none of them is another process's work in progress)."""
+    for stale in folder.parent.glob(f".{folder.name}.*"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 @contextmanager

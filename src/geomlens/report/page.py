@@ -23,6 +23,7 @@ from geomlens.formatting import (
 )
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
+from geomlens.report.folder import publish, start_staging
 from geomlens.results import atomic_write_text
 
 if TYPE_CHECKING:
@@ -85,30 +86,6 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
     ]
     section["cost_detail"] = cost_detail(result.provenance or {})
     return section
-
-
-#: The files the last report written into a folder consists of (hidden, beside them).
-MANIFEST = ".geomlens-report-files.json"
-
-
-def _inodes(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_ino for p in folder.iterdir() if p.is_file()}
-
-
-def _remove_previous_run(folder: Path, before: dict[str, int]) -> list[str]:
-    """A report folder holds one run: delete what the previous report wrote and this one did
-    not (its per-analysis JSON and figures), record this run's files, return them."""
-    after = _inodes(folder)
-    written = sorted(n for n, inode in after.items() if before.get(n) != inode and n != MANIFEST)
-    try:
-        previous = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        previous = []
-    for name in previous if isinstance(previous, list) else []:
-        if isinstance(name, str) and name not in written and "/" not in name:
-            (folder / name).unlink(missing_ok=True)
-    atomic_write_text(folder / MANIFEST, json.dumps(written) + "\n")
-    return written
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:
@@ -194,11 +171,12 @@ def _causal_lm_part(section: CausalLMSection, folder: Path) -> dict[str, Any]:
 
 
 def write_report(report: Report) -> None:
-    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. Files
-    an earlier report left in the folder that this one does not rewrite are removed."""
-    folder = report.folder
-    folder.mkdir(parents=True, exist_ok=True)
-    before = _inodes(folder)
+    """Write ``report.folder``: per-analysis JSON and figures, results.json, index.html. The
+    files are written into a staging folder and moved into place; files an earlier report
+    wrote there that this one does not rewrite are removed, and nothing else is touched
+    (:mod:`geomlens.report.folder`)."""
+    target = report.folder
+    folder = start_staging(target)
     drawing_started = time.perf_counter()
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
@@ -236,5 +214,5 @@ def write_report(report: Report) -> None:
         )
     )
     atomic_write_text(folder / "index.html", page)
-    _remove_previous_run(folder, before)
-    report.files = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    written = publish(target, folder)
+    report.files = sorted({target / name.split("/")[0] for name in written})

@@ -66,6 +66,32 @@ def existing_report(folder: str | Path) -> str | None:
     )
 
 
+def check_report_options(
+    out: str | Path,
+    names: Sequence[str],
+    section: str | None,
+    *,
+    batch_size: int,
+    max_length: int | None,
+    seed: int,
+    flag: str = "out",
+) -> None:
+    """Everything a report is given, checked before the first model load or file write: the
+    seed, the batch size and length, and the output folder (a file is refused, and so is a
+    folder whose files the report would replace unless geomlens provably wrote them)."""
+    from geomlens.engine.feed import check_seed
+    from geomlens.report.folder import check_report_folder, planned_files
+
+    check_seed(seed)
+    for what, value in (("batch_size", batch_size), ("max_length", max_length)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(f"{what} must be a positive integer; got {value!r}.")
+    section_names = [spec.name for spec in CAUSAL_LM_ANALYSES] if section is not None else []
+    check_report_folder(Path(out), planned_files(names, section_names), flag=flag)
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -301,6 +327,14 @@ def build_report(
     names = list(analyses) if analyses else builtin_analyses()
     for name in names:  # an unknown name fails here, before the model is loaded
         analysis_class(name)
+    check_report_options(
+        out if out is not None else default_folder(quick),
+        names,
+        section_model(model, analyses, causal_lm),
+        batch_size=batch_size,
+        max_length=max_length,
+        seed=seed,
+    )
     started_at = datetime.datetime.now(datetime.timezone.utc)
     started = time.perf_counter()
     with showing_progress(progress), phase("loading the model"):

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +94,35 @@ def check_entry(folder: Path, key: dict[str, Any]) -> None:
         )
 
 
+#: This machine's name in a staging folder's name (a shared cache may serve several machines).
+_HOST = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname())[:40] or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the staging folders of ``folder`` that a killed run left: those this machine
+    made (their name holds its host name and the process id) whose process is gone. Another
+    process's staging, still running or on another machine, is left alone."""
+    removed = []
+    for staging in folder.parent.glob(f".{folder.name}.{_HOST}.*"):
+        parts = staging.name[len(folder.name) + 2 :].split(".")
+        if len(parts) < 3 or not parts[1].isdigit() or staging.is_symlink() or not staging.is_dir():
+            continue
+        if int(parts[1]) != os.getpid() and not _alive(int(parts[1])):
+            shutil.rmtree(staging, ignore_errors=True)
+            removed.append(staging)
+    return removed
+
+
 def publish_folder(
     folder: Path, write: Callable[[Path], None], key: dict[str, Any] | None = None
 ) -> None:
@@ -100,7 +130,10 @@ def publish_folder(
     recorded in it), which is then renamed into place. If another process published it first,
     theirs is kept and nothing of it is rewritten."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    remove_stale_staging(folder)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{folder.name}.{_HOST}.{os.getpid()}.", dir=folder.parent)
+    )
     try:
         write(staging)
         if key is not None:

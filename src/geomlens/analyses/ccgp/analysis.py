@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
     ConceptAnalysis,
@@ -30,6 +32,7 @@ from geomlens.analyses.concept_geometry import (
     site_averages,
     site_tasks,
 )
+from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.probe_scores import ccgp_scores
 from geomlens.results import Result
 
@@ -38,6 +41,22 @@ from .metrics import METRIC_SPECS
 from .reading import reading as read_result
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy", "mixed_context_accuracy")
+
+
+def site_ccgp_metrics(per_task: list[dict]) -> dict[str, float]:
+    """``<site>.<column>`` means over tasks (:func:`site_averages`), and
+    ``<site>.ccgp_within_tasks``: CCGP averaged over exactly the tasks that the site's
+    ``within_context_accuracy`` averages (NaN when none has one), so the two are read side by
+    side over the same tasks."""
+    metrics = site_averages(per_task, CCGP_COLUMNS)
+    for site in dict.fromkeys(r["site"] for r in per_task):
+        matched = [
+            r["ccgp"]
+            for r in per_task
+            if r["site"] == site and np.isfinite(r.get("within_context_accuracy", np.nan))
+        ]
+        metrics[f"{site}.ccgp_within_tasks"] = float(np.mean(matched)) if matched else np.nan
+    return metrics
 
 
 @dataclass
@@ -66,6 +85,15 @@ def ccgp_tables(
                 site, task, "CCGP tests a probe trained on some contexts on another"
             )
             rows, concept, context = state.pooled(site, task)
+            refuse_duplicates(
+                "ccgp",
+                f"{site} (task {task})",
+                rows,
+                [concept, context],
+                state.pooled_index(task),
+                effect="a copy and its twin would land in the training and the test split, "
+                "inflating the within-context and mixed-context accuracies",
+            )
             summary, splits = ccgp_scores(
                 rows,
                 concept,
@@ -105,7 +133,7 @@ class CCGP(ConceptAnalysis):
 
     def finalize(self) -> Result:
         per_task, per_split = ccgp_tables(self.state, self.config, self.checked_seed())
-        metrics = site_averages(per_task, CCGP_COLUMNS)
+        metrics = site_ccgp_metrics(per_task)
         tables = {
             "per_task": per_task,
             "splits": per_split,

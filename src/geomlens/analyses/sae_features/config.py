@@ -101,7 +101,7 @@ class SAEFeaturesConfig(AnalysisConfig):
         0.95, "Coverage of the AUROC score intervals (Newcombe's, docs/sae.md).", low=0, high=1
     )
     training: dict = option(
-        {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
+        {}, "With sae=None: overrides of geomlens.sae.config.TrainingConfig (d_sae, tokens, ...)."
     )
 
     def to_dict(self) -> dict[str, Any]:
