@@ -54,6 +54,7 @@ from geomlens.models.adapter import (
 )
 from geomlens.models.architectures import MOE_REASON
 from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
+from geomlens.models.config_kinds import is_decoder
 from geomlens.models.next_token import head_sites, post_head
 from geomlens.models.sites import HEAD_SITES
 
@@ -245,8 +246,21 @@ class TransformerLensAdapter(Adapter):
         return first_field(self.model.cfg, POSITION_FIELDS)
 
     @property
+    def hf_config(self) -> Any:
+        """The bridged model's Hugging Face config (None for a HookedTransformer)."""
+        if not self.is_bridge:
+            return None
+        return getattr(getattr(self.model, "original_model", None), "config", None)
+
+    @property
     def is_causal_lm(self) -> bool:
-        return True  # HookedTransformer and bridged models with logits are causal LMs
+        """Decided from the model's config as on every backend (an encoder bridged through
+        TransformerLens is not a causal LM though its bridge offers logits); a
+        HookedTransformer is a causal LM."""
+        if not self.is_bridge:
+            return True
+        config = self.hf_config
+        return config is not None and is_decoder(config)
 
     def transformer_blocks(self) -> torch.nn.Module | None:
         # A TransformerBridge wraps Hugging Face blocks; a HookedTransformer's are its own.

@@ -18,7 +18,6 @@ from geomlens.analyses.sae_features.config import (
     DEFAULT_CALIBRATION_ROWS,
     DEFAULT_HELDOUT_ROWS,
     DEFAULT_MAX_TOKENS,
-    DEFAULT_OOD_ROWS,
     SMOOTHED_BITS,
     SAEFeaturesConfig,
     check_choice,
@@ -94,8 +93,9 @@ class SAEFeatures(Analysis):
 
     def default_data(self, adapter: Adapter) -> Any:
         """Calibration and held-out English (disjoint parts of the bundled corpus) and three OOD
-        sets: uniform random token ids and 15 % replaced tokens (both made from the held-out
-        rows, so lengths match), and Python standard-library source."""
+        sets as long as the held-out set, row for row: uniform random token ids and 15 % replaced
+        tokens (made from the held-out rows, paired with them by ``source_row``), and Python
+        standard-library source cut to the held-out lengths."""
         from geomlens.data.ood import feature_explosion_data
 
         if adapter.tokenizer is None:
@@ -107,7 +107,6 @@ class SAEFeatures(Analysis):
             adapter.tokenizer,
             calibration_rows=DEFAULT_CALIBRATION_ROWS,
             heldout_rows=DEFAULT_HELDOUT_ROWS,
-            ood_rows=DEFAULT_OOD_ROWS,
             max_tokens=DEFAULT_MAX_TOKENS,
         )
 
@@ -267,6 +266,8 @@ class SAEFeatures(Analysis):
                 conditions,
                 threshold=self.config.threshold,
                 pool_top_k=self.config.pool_top_k,
+                activation=activation,
+                pairs=batch.columns.get("source_row"),
             )
             self._reconstruction_sums(state, activation, reconstruction, selection, conditions)
             del latents, reconstruction
