@@ -183,7 +183,9 @@ def add_aurocs(
     order = pairing(heldout, stats)
     row["paired_with_source"] = order is not None
     row["negatives"] = len(heldout.mean_k)
-    scores: dict[tuple[str, str], tuple[Sequence[float], Sequence[float]]] = {
+    scores: dict[
+        tuple[str, str], tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]
+    ] = {
         ("mean", "all"): (heldout.mean_k, stats.mean_k),
         ("max", "all"): (heldout.max_k, stats.max_k),
         ("mean", "content"): (heldout.mean_k_content, stats.mean_k_content),
@@ -379,6 +381,6 @@ def _nanmean(values: Sequence[float]) -> float:
     return float(finite.mean()) if len(finite) else math.nan
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     return array[np.isfinite(array)]
