@@ -27,7 +27,7 @@
 MODEL = "all-MiniLM-L6-v2"
 SITE = "blocks.3.hook_resid_post"
 TRAINING = {"d_sae": 256, "tokens": 4000}  # the default is 1536 latents, 20,000 tokens
-ROWS = {"calibration_rows": 32, "heldout_rows": 24, "ood_rows": 16, "max_tokens": 64}
+ROWS = {"calibration_rows": 32, "heldout_rows": 24, "max_tokens": 64}
 
 # %%
 # %matplotlib inline

@@ -19,8 +19,6 @@ from _format import finite, fmt, span, table
 ANALYSES = ("abstraction", "ccgp", "linearization-effect")
 #: Key of the tangent-mode linearization-effect result in the results mapping.
 TANGENT = "linearization-effect:tangent"
-#: The word-pair sets (one row per concept value and context).
-WORD_PAIR_TASKS = ("degree", "gender", "number", "tense")
 
 
 def _layer(site: str) -> str:
@@ -51,15 +49,32 @@ def _fidelity(result: Any) -> str:
 
 def _change(result: Any) -> str:
     m = result.metrics
+    corrected = ""
+    if finite(m.get("summary.alpha_corrected_base")):
+        corrected = (
+            f"corrected α {fmt(m['summary.alpha_corrected_base'], 3)} → "
+            f"{fmt(m['summary.alpha_corrected_linearized'], 3)} (change "
+            f"{fmt(m['summary.alpha_corrected_change'], 3)}, 95 % interval "
+            f"{_interval(m['summary.alpha_corrected_change_ci_low'], m['summary.alpha_corrected_change_ci_high'], 3)}; "
+            f"{fmt(m['summary.tasks_alpha_corrected_up'], integer=True)} of "
+            f"{fmt(m['summary.n_tasks_alpha_corrected'], integer=True)} sets with several rows "
+            "per cell up), "
+        )
     return (
-        f"mean α {fmt(m['summary.alpha_base'], 3)} → {fmt(m['summary.alpha_linearized'], 3)} "
+        f"{corrected}raw α at {fmt(m['summary.rows_per_cell'], integer=True)} row per cell "
+        f"{fmt(m['summary.alpha_base'], 3)} → {fmt(m['summary.alpha_linearized'], 3)} "
         f"(change {fmt(m['summary.alpha_change'], 3)}, 95 % interval "
         f"{_interval(m['summary.alpha_change_ci_low'], m['summary.alpha_change_ci_high'], 3)}; "
         f"{fmt(m['summary.tasks_alpha_up'], integer=True)} of "
-        f"{fmt(m['summary.n_tasks'], integer=True)} sets up), CCGP "
+        f"{fmt(m['summary.n_tasks_alpha'], integer=True)} sets up), CCGP "
         f"{fmt(m['summary.ccgp_base'], 3)} → {fmt(m['summary.ccgp_linearized'], 3)}, at an "
         f"{_fidelity(result)}"
     )
+
+
+def _rows(value: Any) -> str:
+    count = int(round(float(value)))
+    return f"{count} row{'' if count == 1 else 's'} per cell"
 
 
 def readme_paragraph(results: dict[str, Any]) -> str:
@@ -68,45 +83,66 @@ def readme_paragraph(results: dict[str, Any]) -> str:
     sites = _sites(alpha)
     m = alpha.metrics
     top = max(sites, key=lambda s: m[f"{s}.alpha"])
-    pair_means = [
-        sum(r["alpha"] for r in rows) / len(rows)
-        for rows in ([r for r in _tasks(alpha, s) if r["task"] in WORD_PAIR_TASKS] for s in sites)
-        if rows
-    ]
-    crossed = [r["alpha"] for s in sites for r in _tasks(alpha, s) if r["n_contexts"] < 3]
-    null = [r["alpha_null_p95"] for s in sites for r in _tasks(alpha, s) if r["n_contexts"] >= 3]
-    tasks = alpha.tables["sites"][0]["tasks"]
-    pairs = [r for s in sites for r in _tasks(alpha, s) if r["task"] in WORD_PAIR_TASKS]
-    above = all(r["alpha"] > r["alpha_null_p95"] for r in pairs)
+    site_row = alpha.tables["sites"][0]
+    one_row = [r for s in sites for r in _tasks(alpha, s) if r["rows_per_cell_min"] < 2]
+    several = [r for s in sites for r in _tasks(alpha, s) if r["rows_per_cell_min"] >= 2]
+    above = all(r["alpha"] > r["alpha_null_p95"] for r in one_row)
     verdict = "every set at every layer above" if above else "not every set at every layer above"
-    return (
-        f"On MiniLM, α averaged over the five English sets ({tasks}) is {span(m[f'{s}.alpha'] for s in sites)} "
-        f"by layer (at layer {_layer(top)}: {fmt(m[f'{top}.alpha'])}, 95 % interval "
+    text = (
+        f"On MiniLM the raw α grows with the rows averaged into each class mean (Spearman–Brown), "
+        f"so sets are compared at equal cell size. The word-pair sets ({site_row['alpha_tasks']}; "
+        f"{_rows(site_row['rows_per_cell'])}) average {span(m[f'{s}.alpha'] for s in sites)} by "
+        f"layer (at layer {_layer(top)}: {fmt(m[f'{top}.alpha'])}, 95 % interval "
         f"{_interval(m[f'{top}.alpha_ci_low'], m[f'{top}.alpha_ci_high'])} for that mean, sets "
-        f"and contexts resampled). The four word-pair sets alone average {span(pair_means)}, "
-        f"{verdict} the 95th percentile of its within-context label-shuffle null "
-        f"({span(null)}); "
-        f"`animacy-by-colour` (different words in each colour; two contexts, so no interval and "
-        f"no null that can reject) gives {span(crossed)}. CCGP is "
-        f"{span(ccgp.metrics[f'{s}.ccgp'] for s in _sites(ccgp))}. "
-        f"Linearising layer 4's GELU to the identity (the paper's protocol): "
+        f"and contexts resampled), {verdict} the 95th percentile of its within-context "
+        f"label-shuffle null ({span(r['alpha_null_p95'] for r in one_row)}); with one row per "
+        "cell they have no noise-corrected α."
+    )
+    for task in dict.fromkeys(r["task"] for r in several):
+        mine = [r for r in several if r["task"] == task]
+        best = max(mine, key=lambda r: r["alpha_corrected"])
+        p_values = [r["alpha_p_value_within_context"] for r in mine]
+        text += (
+            f" `{task}` ({_rows(mine[0]['rows_per_cell'])}, {fmt(mine[0]['n_contexts'], integer=True)} "
+            f"contexts) has raw α {span(r['alpha'] for r in mine)} but a noise-corrected α of "
+            f"{span(r['alpha_corrected'] for r in mine)} (at layer {_layer(best['site'])}: "
+            f"{fmt(best['alpha_corrected'])}, 95 % interval "
+            f"{_interval(best['alpha_corrected_ci_low'], best['alpha_corrected_ci_high'])}); its "
+            f"label shuffle among each colour's rows gives p {span(p_values, 4)}."
+        )
+    cm = ccgp.metrics
+    csites = _sites(ccgp)
+    text += (
+        f" CCGP is {span(cm[f'{s}.ccgp'] for s in csites)} over the five sets, and "
+        f"{span(cm[f'{s}.ccgp_within_tasks'] for s in csites)} over the set with a within-context "
+        f"accuracy, beside that accuracy ({span(cm[f'{s}.within_context_accuracy'] for s in csites)})."
+        f" Linearising layer 4's GELU to the identity (the paper's protocol): "
         f"{_change(results['linearization-effect'])}; the tangent expansion at the mean "
         f"pre-activation, which moves the model far less: {_change(_tangent_result(results))}."
     )
+    return text
 
 
 def alpha_table(results: dict[str, Any]) -> str:
-    """docs/abstraction.md: α per task and layer, the site mean with its interval."""
+    """docs/abstraction.md: α per task and layer (corrected α beside the raw one where cells
+    hold several rows), the site mean of the comparable tasks with its interval."""
     alpha = results["abstraction"]
     sites = _sites(alpha)
-    task_names = [r["task"] for r in _tasks(alpha, sites[0])]
+    first = _tasks(alpha, sites[0])
+    task_names = [r["task"] for r in first]
     rows = []
     for site in sites:
         by_task = {r["task"]: r for r in _tasks(alpha, site)}
-        cells = [
-            f"{fmt(by_task[t]['alpha'])} ({_interval(by_task[t]['alpha_ci_low'], by_task[t]['alpha_ci_high'])})"
-            for t in task_names
-        ]
+        cells = []
+        for t in task_names:
+            r = by_task[t]
+            cell = f"{fmt(r['alpha'])} ({_interval(r['alpha_ci_low'], r['alpha_ci_high'])})"
+            if finite(r.get("alpha_corrected")):
+                cell += (
+                    f"; corrected {fmt(r['alpha_corrected'])} "
+                    f"({_interval(r['alpha_corrected_ci_low'], r['alpha_corrected_ci_high'])})"
+                )
+            cells.append(cell)
         m = alpha.metrics
         rows.append(
             [
@@ -117,19 +153,29 @@ def alpha_table(results: dict[str, Any]) -> str:
                 f"{fmt(m[f'{site}.alpha_null_p95_across_contexts'])}",
             ]
         )
+    site_row = alpha.tables["sites"][0]
+    headers = [f"{r['task']} ({_rows(r['rows_per_cell'])})" for r in first]
     return table(
-        ["layer", *task_names, "site mean", "null p95 of the mean (within / across)"], rows
+        [
+            "layer",
+            *headers,
+            f"site mean of raw α ({site_row['alpha_tasks']})",
+            "null p95 of that mean (within / across)",
+        ],
+        rows,
     )
 
 
 def null_table(results: dict[str, Any]) -> str:
-    """docs/abstraction.md: both nulls' 95th percentiles per task at the last layer."""
+    """docs/abstraction.md: both nulls' 95th percentiles per task at the last layer, and which
+    within-context null ran."""
     alpha = results["abstraction"]
     site = _sites(alpha)[-1]
     return table(
         [
             "task (layer " + _layer(site) + ")",
             "α",
+            "within-context null",
             "within-context null p95",
             "across-contexts null p95",
             "p (within)",
@@ -138,9 +184,10 @@ def null_table(results: dict[str, Any]) -> str:
             [
                 r["task"],
                 fmt(r["alpha"]),
+                r["alpha_null_kind_within_context"],
                 fmt(r["alpha_null_p95_within_context"], 3),
                 fmt(r["alpha_null_p95_across_contexts"], 3),
-                fmt(r["alpha_p_value_within_context"], 3),
+                fmt(r["alpha_p_value_within_context"], 4),
             ]
             for r in _tasks(alpha, site)
         ),

@@ -76,6 +76,67 @@ def _memory_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _gb(value: Any) -> str:
+    return f"{value / 1e9:.2f} GB" if isinstance(value, (int, float)) else "–"
+
+
+def _vocab_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """sae-features' peak resident memory per model (V), over the loaded model's own."""
+    rows = []
+    for model, at in numbers.get("by_model", {}).items():
+        where = (
+            f"{model}, V = {at['vocab_size']:,}, cpu, batch {at['batch_size']}, max_length "
+            f"{at['max_length']}, {at['rows']} inputs"
+        )
+        rows.append(
+            (
+                "sae-features peak RSS (loaded model)",
+                f"{_gb(at['peak_rss_bytes'])} ({_gb(at['rss_after_load_bytes'])})",
+                where,
+            )
+        )
+    ratio = numbers.get("added_ratio_large_over_small_vocab")
+    if ratio is not None:
+        rows.append(
+            (
+                "sae-features memory over the model, V 262k / V 49k",
+                f"{ratio:.2f}×",
+                "equal B·T, same rows count and length",
+            )
+        )
+    return rows
+
+
+def vocab_memory_prose(folder: Path = RESULTS) -> str:
+    """README / docs/scale.md: sae-features' peak memory on SmolLM2 and Gemma 3."""
+    numbers = _load(folder).get("vocab_memory_cpu")
+    if numbers is None:
+        return "_No vocab_memory_cpu.json in benchmarks/results/._"
+    parts = []
+    for model, at in numbers["by_model"].items():
+        parts.append(
+            f"{model} (V = {at['vocab_size']:,}) peaks at {_gb(at['peak_rss_bytes'])} resident, "
+            f"{_gb(at['peak_over_loaded_bytes'])} over the loaded model's "
+            f"{_gb(at['rss_after_load_bytes'])}"
+        )
+    first = next(iter(numbers["by_model"].values()))
+    text = (
+        f"`sae-features` at the default batch size ({first['batch_size']}), "
+        f"{first['rows']} inputs of exactly {first['max_length']} tokens each (equal B·T), one "
+        f"fresh process per model under `/usr/bin/time -v` (`vocab_memory_cpu.json`): "
+        + "; ".join(parts)
+        + "."
+    )
+    ratio = numbers.get("added_ratio_large_over_small_vocab")
+    if ratio is not None:
+        text += (
+            f" What the run adds over the model is {ratio:.2f}× as much at V = 262k as at "
+            "V = 49k: the next-token scores are reduced inside the pass, so nothing of size "
+            "B·T·V is held."
+        )
+    return text
+
+
 def benchmark_table(folder: Path = RESULTS) -> str:
     """A markdown table of every committed benchmark ratio, with its spread and conditions."""
     rows: list[tuple[str, str, str]] = []
@@ -87,6 +148,8 @@ def benchmark_table(folder: Path = RESULTS) -> str:
         elif name.startswith("cache_speed"):
             key = "geomlens_over_run_with_cache_seconds"
             rows.append(("geomlens time / run_with_cache", _ratio(numbers, key), _where(numbers)))
+        elif name.startswith("vocab_memory"):
+            rows += _vocab_rows(numbers)
         elif name.startswith("sae"):
             key = "sae_features_over_bare_encode"
             rows.append(("sae-features / bare SAE encode", _ratio(numbers, key), _where(numbers)))
@@ -187,6 +250,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
     "benchmarks": lambda results: benchmark_table(),
     "benchmarks-overhead": lambda results: overhead_table(),
     "benchmarks-memory": lambda results: memory_prose(),
+    "benchmarks-vocab": lambda results: vocab_memory_prose(),
 }
 
 

@@ -45,28 +45,88 @@ def per_site(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _scale(row: dict[str, Any], name: str, digits: int = 1) -> str:
+    """A scale as the grid resolves it: the number, '< d₁' below the grid's first distance,
+    '> bound' at the search bound or beyond the stimulus range."""
+    censored = row.get(f"{name}_censored")
+    if censored == -1:
+        return "< d₁"
+    if censored == 1:
+        bound = (
+            row["search_high"]
+            if name.split("_ci_")[0] in ("epsilon", "epsilon_fast")
+            else row["max_distance"]
+        )
+        return f"> {fmt(bound, integer=True)}"
+    return fmt(row.get(name), digits, integer=digits == 0)
+
+
 def _interval(row: dict[str, Any], name: str, digits: int = 0) -> str:
-    integer = digits == 0
-    return (
-        f"{fmt(row[name], digits, integer=integer)} ({fmt(row[name + '_ci_low'], digits, integer=integer)}"
-        f"–{fmt(row[name + '_ci_high'], digits, integer=integer)})"
-    )
+    """'value (low–high)' with each end's Monte-Carlo error (± e) when it is finite."""
+
+    def end(key: str) -> str:
+        error = row.get(f"{key}_mc")
+        words = _scale(row, key, digits) if f"{key}_censored" in row else fmt(row[key], digits)
+        return words + (f" ± {fmt(error, max(digits, 1))}" if finite(error) else "")
+
+    value = _scale(row, name, digits) if f"{name}_censored" in row else fmt(row[name], digits)
+    return f"{value} ({end(name + '_ci_low')} to {end(name + '_ci_high')})"
+
+
+def _spans(rows: list[dict[str, Any]], name: str, digits: int = 1) -> str:
+    """The layers' values of a scale: a span of the resolved ones, and the unresolved ones
+    in words."""
+    resolved = [r[name] for r in rows if r.get(f"{name}_censored") == 0]
+    below = sum(1 for r in rows if r.get(f"{name}_censored") == -1)
+    beyond = sum(1 for r in rows if r.get(f"{name}_censored") == 1)
+    parts = []
+    if resolved:
+        parts.append(f"{span(resolved, digits, integer=digits == 0)} years")
+    if below:
+        parts.append(
+            f"< d₁ at {below} of {len(rows)} layers" if resolved else "< d₁ at every layer"
+        )
+    if beyond:
+        parts.append(f"beyond the range at {beyond} of {len(rows)} layers")
+    return ", ".join(parts) or "—"
 
 
 def _regimes(rows: list[dict[str, Any]]) -> str:
-    """'identification regime (bootstrap agreement 97–100 %)' for the rows' regimes."""
+    """'identification regime (bootstrap agreement 97–100 %)' for the rows' regimes; an
+    unresolved regime has no agreement figure."""
     names = sorted({r["regime"] for r in rows})
     agreement = span(
         (100 * r["regime_agreement"] for r in rows if finite(r["regime_agreement"])), integer=True
     )
-    return f"{' / '.join(names)} regime (bootstrap agreement {agreement} %)"
+    if agreement == "—":
+        return f"{' / '.join(names)} regime"
+    return f"{' / '.join(names)} regime (bootstrap agreement {agreement} % where resolved)"
 
 
 def _ball_words(rows: list[dict[str, Any]]) -> str:
-    """⟨b⟩ at the half-width, and what it amounts to when the ball holds the stimulus alone."""
-    words = f"⟨b⟩ = {span((r['mean_b'] for r in rows), 3)}"
-    alone = all(finite(r["mean_b"]) and abs(r["mean_b"] * r["stimuli"] - 1) < 1e-9 for r in rows)
-    return words + (" (each stimulus alone in its ball)" if alone else "")
+    """⟨b⟩ at the half-width, or its bound where the half-width is below d₁."""
+    resolved = [r["mean_b"] for r in rows if finite(r["mean_b"])]
+    bounds = [r["mean_b_bound"] for r in rows if r.get("mean_b_censored") == -1]
+    parts = []
+    if resolved:
+        parts.append(f"⟨b⟩ = {span(resolved, 3)}")
+    if bounds:
+        parts.append(f"⟨b⟩ ≤ b(d₁) = {span(bounds, 3)} (half-width below d₁)")
+    return "; ".join(parts) or "⟨b⟩ undefined"
+
+
+def _side_by_side(rows: list[dict[str, Any]]) -> str:
+    """Raw and centred cosine, side by side (neither is "the" resolution)."""
+    return (
+        f"Side by side, the raw cosine gives g(d₁) = {span(r['raw_g_first'] for r in rows)}, "
+        f"half-width {_spans(rows, 'raw_half_width')}, (p_S, p_I) = "
+        f"({span(r['raw_p_similarity'] for r in rows)}, "
+        f"{span(r['raw_p_identification'] for r in rows)}); the centred cosine g(d₁) = "
+        f"{span(r['centred_g_first'] for r in rows)}, half-width "
+        f"{_spans(rows, 'centred_half_width')}, (p_S, p_I) = "
+        f"({span(r['centred_p_similarity'] for r in rows)}, "
+        f"{span(r['centred_p_identification'] for r in rows)})."
+    )
 
 
 def readme_paragraph(results: dict[str, Any]) -> str:
@@ -74,35 +134,41 @@ def readme_paragraph(results: dict[str, Any]) -> str:
     rows = per_site(results["resolution"])
     families = sorted({r["family"] for r in rows})
     crossings = [r["crossing"] for r in rows if r["crossing"] is not None]
+    first = fmt(rows[0]["first_distance"], integer=True)
+    boot = fmt(rows[0]["bootstrap_resamples"], integer=True)
     text = [
-        f"g(0) = 1 falls to {span(1 - r['amplitude'] for r in rows)} already at the nearest "
-        f"distance ({fmt(rows[0]['first_distance'], integer=True)} years), while the same year "
-        f"in another template keeps {span(r['g0_across_texts'] for r in rows)}: most of the "
-        "first drop is the year, not the text."
+        f"On a grid of every year ({rows[0]['stimuli']} years, {rows[0]['range']}, first "
+        f"distance d₁ = {first} year), g(0) = 1 falls to g(d₁) = "
+        f"{span(r['g_first'] for r in rows)} (a drop of {span(r['amplitude'] for r in rows)}), "
+        f"while the same year in another template keeps "
+        f"{span(r['g0_across_texts'] for r in rows)}."
     ]
     if crossings:
         text.append(f"g crosses zero near {span(crossings, integer=True)} years.")
-    scale = f"The chosen fit is {' / '.join(families)} at every layer"
+    text.append(
+        f"The measured g is halfway down at {_spans(rows, 'half_width')} (on the {first}-year "
+        f"grid, interpolated between bins; {boot} bootstrap resamples)."
+    )
+    scale = f"The lowest-AIC fit is {' / '.join(families)}"
     if "two-scale" in families:
         scale += (
-            f": {span((100 * r['fast_share'] for r in rows), integer=True)} % of the fall "
-            f"within the first step (ε_fast {span((r['epsilon_fast'] for r in rows), 1)} years), "
-            f"then a slow tail with ε = {span((r['epsilon'] for r in rows), integer=True)} years"
+            f" ({span((100 * r['fast_share'] for r in rows), integer=True)} % of the fall on a "
+            f"fast scale ε_fast {_spans(rows, 'epsilon_fast')}), with a slow scale ε = "
+            f"{_spans(rows, 'epsilon', 0)}"
         )
     else:
-        scale += f", ε = {span((r['epsilon'] for r in rows), integer=True)} years"
+        scale += f", ε = {_spans(rows, 'epsilon', 0)}"
     text.append(
-        scale + f"; the half-width is {span((r['half_width'] for r in rows), 1)} years, "
-        f"Δ = {span(r['delta'] for r in rows)} with a centring offset of "
+        scale + f"; Δ = {span(r['delta'] for r in rows)} with a centring offset of "
         f"{span(r['offset'] for r in rows)} (these belong to the model, the {rows[0]['range']} "
         "range and the centring together)."
     )
     text.append(
-        f"At the half-width {_ball_words(rows)}: the {_regimes(rows)}; the measured (p_S, p_I) is "
-        f"({span(r['p_similarity'] for r in rows)}, {span(r['p_identification'] for r in rows)}) "
-        f"and the fitted g predicts ({span(r['p_similarity_theory'] for r in rows)}, "
-        f"{span(r['p_identification_theory'] for r in rows)})."
+        f"At the half-width {_ball_words(rows)}: the {_regimes(rows)}; the measured (p_S, p_I), "
+        f"which needs no fit, is ({span(r['p_similarity'] for r in rows)}, "
+        f"{span(r['p_identification'] for r in rows)})."
     )
+    text.append(_side_by_side(rows))
     return " ".join(text)
 
 
@@ -112,38 +178,43 @@ def layer_table(results: dict[str, Any]) -> str:
     return table(
         [
             "layer",
+            "g(d₁) (drop)",
+            "half-width (95 %)",
             "family",
             "ε (95 %)",
             "ε_fast (share)",
-            "half-width (95 %)",
-            "lost by d₁",
             "g(0) across texts",
             "Δ",
             "offset",
-            "⟨b⟩ (95 %)",
+            "⟨b⟩",
             "regime (agreement)",
             "measured (p_S, p_I)",
-            "fitted g (p_S, p_I)",
+            "raw cosine: g(d₁), half-width, (p_S, p_I)",
         ],
         (
             [
                 r["layer"],
+                f"{fmt(r['g_first'])} ({fmt(r['amplitude'])})",
+                _interval(r, "half_width", 1),
                 r["family"],
                 _interval(r, "epsilon"),
-                f"{fmt(r['epsilon_fast'], 1)} ({fmt(r['fast_share'])})"
-                if finite(r["epsilon_fast"])
+                f"{_scale(r, 'epsilon_fast')} ({fmt(r['fast_share'])})"
+                if r["family"] == "two-scale"
                 else "—",
-                _interval(r, "half_width", 1),
-                fmt(r["amplitude"]),
                 fmt(r["g0_across_texts"]),
                 fmt(r["delta"]),
                 fmt(r["offset"]),
-                _interval(r, "mean_b", 3),
+                fmt(r["mean_b"], 3)
+                if finite(r["mean_b"])
+                else f"≤ {fmt(r['mean_b_bound'], 3)}"
+                if r.get("mean_b_censored") == -1
+                else "—",
                 f"{r['regime']} ({fmt(100 * r['regime_agreement'], integer=True)} %)"
                 if finite(r["regime_agreement"])
                 else r["regime"],
                 f"({fmt(r['p_similarity'], 3)}, {fmt(r['p_identification'], 3)})",
-                f"({fmt(r['p_similarity_theory'], 3)}, {fmt(r['p_identification_theory'], 3)})",
+                f"{fmt(r['raw_g_first'])}, {_scale(r, 'raw_half_width')}, "
+                f"({fmt(r['raw_p_similarity'], 3)}, {fmt(r['raw_p_identification'], 3)})",
             ]
             for r in rows
         ),
@@ -155,29 +226,22 @@ def reading(results: dict[str, Any]) -> str:
     rows = per_site(results["resolution"])
     method = sorted({r["method"] for r in rows})
     first = fmt(rows[0]["first_distance"], integer=True)
-    below = all(finite(r["half_width"]) and r["half_width"] < r["first_distance"] for r in rows)
     text = [
-        f"Between a year and its nearest neighbour ({first} years) the centred cosine loses "
+        f"Between a year and its nearest neighbour ({first} year) the centred cosine loses "
         f"{span(r['amplitude'] for r in rows)} of g(0) = 1; the same year in another template "
         f"keeps {span(r['g0_across_texts'] for r in rows)}, so the text accounts for a small "
-        "part of that first drop and the year token for the rest."
+        "part of that first drop and the year for the rest.",
+        f"Every scale here is measured on the {first}-year grid: the half-width is where the "
+        f"measured g crosses halfway, {_spans(rows, 'half_width')}; a scale below d₁ would be "
+        "written '< d₁' and one at the fit's search bound as a bound.",
+        f"At the half-width {_ball_words(rows)}, so the layers are in the {_regimes(rows)}, "
+        f"against the nearest front point b = {span(r['front_b'] for r in rows)}. The measured "
+        f"(p_S, p_I) ({span(r['p_similarity'] for r in rows)}, "
+        f"{span(r['p_identification'] for r in rows)}) needs no fit; the fitted g predicts "
+        f"({span(r['p_similarity_theory'] for r in rows)}, "
+        f"{span(r['p_identification_theory'] for r in rows)}). Accuracies: {' / '.join(method)}.",
+        _side_by_side(rows),
     ]
-    if below:
-        text.append(
-            f"The half-width ({span((r['half_width'] for r in rows), 1)} years) falls inside the "
-            f"first {first}-year step: the grid only bounds it above, and a finer grid of years "
-            "is what would pin it down."
-        )
-    text.append(
-        f"At the half-width {_ball_words(rows)}, so every layer is in the {_regimes(rows)}, "
-        f"consistent with the nearest front point (b = {span(r['front_b'] for r in rows)}). "
-        f"The fitted g's own p_I "
-        f"{span(r['p_identification_theory'] for r in rows)} is close to the measured "
-        f"{span(r['p_identification'] for r in rows)}; its p_S "
-        f"({span(r['p_similarity_theory'] for r in rows)}) is higher than the measured "
-        f"{span(r['p_similarity'] for r in rows)} because the smooth fit leaves out the "
-        f"pair-to-pair scatter. Accuracies: {' / '.join(method)}."
-    )
     return " ".join(text)
 
 

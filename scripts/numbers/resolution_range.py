@@ -1,23 +1,23 @@
 """The resolution of MiniLM re-centred on a narrower range of years (docs/similarity.md).
 
-A separate module because it needs its own run: `resolution` on the years 1750–2000 (the
-shipped templates), centred on their own mean."""
+A separate module because it needs its own run: `resolution` on every year 1951–2000 (the
+shipped templates, the default set's construction), centred on their own mean."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from _format import fmt, span, table
-from resolution import per_site
+from resolution import _scale, per_site
 
-NAME = "resolution-years-1750-2000"
+NAME = "resolution-years-1951-2000"
 
 
 def _run(adapter: Any) -> Any:
     import geomlens as gl
-    from geomlens.data.stimuli import years
+    from geomlens.data.stimuli import default_years
 
-    return gl.run("resolution", adapter, years(1750, 2000).as_data(), progress=False)
+    return gl.run("resolution", adapter, default_years(1951, 2000).as_data(), progress=False)
 
 
 ANALYSES = ("resolution",)
@@ -32,9 +32,8 @@ def recentred(results: dict[str, Any]) -> str:
         [
             layer,
             f"{full[layer]['family']} / {narrow[layer]['family']}",
-            f"{fmt(full[layer]['epsilon'], integer=True)} / "
-            f"{fmt(narrow[layer]['epsilon'], integer=True)}",
-            f"{fmt(full[layer]['half_width'], 1)} / {fmt(narrow[layer]['half_width'], 1)}",
+            f"{_scale(full[layer], 'epsilon', 0)} / {_scale(narrow[layer], 'epsilon', 0)}",
+            f"{_scale(full[layer], 'half_width')} / {_scale(narrow[layer], 'half_width')}",
             f"{fmt(full[layer]['offset'])} / {fmt(narrow[layer]['offset'])}",
             f"{fmt(full[layer]['mean_b'], 3)} / {fmt(narrow[layer]['mean_b'], 3)}",
         ]
@@ -46,9 +45,9 @@ def recentred(results: dict[str, Any]) -> str:
             ["layer", "family", "ε", "half-width", "offset", "⟨b⟩"],
             rows,
         )
-        + "\n\n(1500–2000 / 1750–2000.) On the narrower range the slow scale ε is "
-        f"{span((r['epsilon'] for r in narrow.values()), integer=True)} years against "
-        f"{span((r['epsilon'] for r in full.values()), integer=True)}, the offset "
+        + "\n\n(1901–2000 / 1951–2000, both every year.) On the narrower range the half-width is "
+        f"{span((r['half_width'] for r in narrow.values()), 1)} years against "
+        f"{span((r['half_width'] for r in full.values()), 1)}, the offset "
         f"{span(r['offset'] for r in narrow.values())} against "
         f"{span(r['offset'] for r in full.values())}."
     )

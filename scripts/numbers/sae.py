@@ -1,6 +1,6 @@
 """Quoted numbers of `sae-features` (README.md, docs/sae.md), read from its result by the metric
 names docs/sae.md documents: k both ways (every token, the SSD paper's; content tokens,
-sae-lens's), AUROC with its bootstrap interval, the SAE's quality and its pool."""
+sae-lens's), AUROC with its score interval and the two raw-activation baselines', the SAE's quality and its pool."""
 
 from __future__ import annotations
 
@@ -33,13 +33,21 @@ def _auroc(result: Any, condition: str, way: str = "content") -> str:
     return f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
 
 
+def _baseline(result: Any, condition: str, score: str) -> str:
+    value = _metric(result, f"auroc_{score}.{condition}")
+    low = _metric(result, f"auroc_{score}_ci_low.{condition}")
+    high = _metric(result, f"auroc_{score}_ci_high.{condition}")
+    return f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+
+
 def readme(results: dict[str, Any]) -> str:
     """The README's sentence: k on held-out text and each OOD set with its AUROC and interval."""
     result = results["sae-features"]
     m = lambda name: _metric(result, name)  # noqa: E731
     parts = [
         f"{fmt(m(f'mean_k_content.{c}'), 0, integer=True)} on {LABELS.get(c, c)} "
-        f"(AUROC {_auroc(result, c)})"
+        f"(AUROC {_auroc(result, c)}; activation norm {_baseline(result, c, 'norm')}, "
+        f"Mahalanobis {_baseline(result, c, 'mahalanobis')})"
         for c in OOD_ORDER
         if finite(m(f"mean_k_content.{c}"))
     ]
@@ -47,8 +55,9 @@ def readme(results: dict[str, Any]) -> str:
         f"On MiniLM with the cached SAE ({fmt(m('dictionary_size'), integer=True)} latents at "
         f"`{_site(result)}`; explained variance {fmt(m('explained_variance'))}, L0 "
         f"{fmt(m('l0'), 1)}): mean k {fmt(m('mean_k_content.heldout'), 0, integer=True)} on "
-        f"held-out English without [CLS]/[SEP], " + ", ".join(parts) + " (95 % bootstrap "
-        "intervals; every OOD set has the held-out rows' lengths); the fixed latent shuffle "
+        f"held-out English without [CLS]/[SEP], " + ", ".join(parts) + " (95 % Newcombe "
+        "score intervals; every OOD set has the lengths of all the held-out rows, the random "
+        "and replaced tokens are compared with the rows they came from, paired); the fixed latent shuffle "
         f"raises the splice fidelity loss from {fmt(m('epsilon_loss'))} to "
         f"{fmt(m('epsilon_loss_shuffled'))}. The pool holds P = {fmt(m('pool_size'), integer=True)}"
         f" of {fmt(m('dictionary_size'), integer=True)} latents"
@@ -74,6 +83,8 @@ def docs_table(results: dict[str, Any]) -> str:
                 fmt(row.get("max_k_content"), integer=True),
                 _auroc(result, condition, "all") if "auroc_mean_k" in row else "",
                 _auroc(result, condition) if "auroc_mean_k_content" in row else "",
+                _baseline(result, condition, "norm") if "auroc_norm" in row else "",
+                _baseline(result, condition, "mahalanobis") if "auroc_mahalanobis" in row else "",
                 fmt(row.get("eta")) if "eta" in row else "",
                 fmt(row.get("epsilon_loss"), 3) if "epsilon_loss" in row else "",
                 fmt(row.get("epsilon_loss_shuffled"), 3) if "epsilon_loss" in row else "",
@@ -81,7 +92,8 @@ def docs_table(results: dict[str, Any]) -> str:
         )
     header = [
         "condition", "inputs", "median tokens", "k all", "max k all", "k content",
-        "max k content", "AUROC all [95 %]", "AUROC content [95 %]", "η̂", "ε̂ (1 − cos)",
+        "max k content", "AUROC all [95 %]", "AUROC content [95 %]", "AUROC norm [95 %]",
+        "AUROC Mahalanobis [95 %]", "η̂", "ε̂ (1 − cos)",
         "shuffled",
     ]  # fmt: skip
     m = lambda name: _metric(result, name)  # noqa: E731

@@ -81,6 +81,7 @@ FLOORS: tuple[Floor, ...] = (
             "geomlens.version",
             "geomlens.formatting",
             "geomlens.progress",
+            "geomlens.run_defaults",
             "geomlens._layers",
         ),
         "data/  theory/  results.py  stats.py  formatting.py  progress.py",

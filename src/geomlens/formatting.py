@@ -133,10 +133,18 @@ _SPEC_UNITS: dict[str, str] = {}
 _SPECS: dict[str, Any] = {}
 
 
-def describe_metrics(specs: Any) -> None:
+#: Each analysis's own specs by metric name (two analyses may both have a ``p_similarity`` with
+#: different guards): read first by :func:`metric_value` for a result of that analysis.
+_SPECS_OF: dict[str, dict[str, Any]] = {}
+
+
+def describe_metrics(specs: Any, analysis: str = "") -> None:
     """Make ``specs`` (an analysis's :class:`~geomlens.analyses.spec.MetricSpec` tuple) known to
-    :func:`metric_name` and :func:`metric_unit`. The registry calls this for every analysis it
-    registers (built-ins and plugins alike)."""
+    :func:`metric_name`, :func:`metric_unit` and :func:`metric_value` (``analysis``: its
+    registered name, so a result of it is guarded by its own specs). The registry calls this
+    for every analysis it registers (built-ins and plugins alike)."""
+    if analysis:
+        _SPECS_OF[analysis] = {spec.name: spec for spec in specs}
     for spec in specs:
         if spec.words:
             _SPEC_WORDS.setdefault(spec.name, spec.words)
@@ -271,7 +279,8 @@ def metric_value(result: Any, key: str, digits: int = 3) -> str:
     guard's words ("at chance") instead."""
     sites = (getattr(result, "provenance", None) or {}).get("sites")
     value = result.metrics.get(key, math.nan)
-    spec = _SPECS.get(split_metric(key, sites)[1])
+    name = split_metric(key, sites)[1]
+    spec = _SPECS_OF.get(str(getattr(result, "analysis", "")), {}).get(name) or _SPECS.get(name)
     if spec is not None:
         refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
         if refused is not None:

@@ -18,10 +18,12 @@ import os
 import pickle
 from dataclasses import is_dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported where state is encoded or read, not to import Result
+    import torch
 
 _CLASSES: dict[str, type] = {}
 _TAG = "__geomlens_plain__"
@@ -56,6 +58,8 @@ def encode(value: Any, where: str = "state") -> Any:
     part of the state in an error."""
     if value is None or type(value) in (bool, int, float, str):
         return value  # exact types: numpy's float64 subclasses float and pickles as numpy
+    import torch
+
     if isinstance(value, torch.Tensor):
         return value.detach()
     if isinstance(value, np.ndarray):
@@ -143,6 +147,8 @@ def decode(value: Any) -> Any:
 
 def to_bytes(obj: Any) -> bytes:
     """``obj`` encoded as plain state, in ``torch.save`` format."""
+    import torch
+
     buffer = io.BytesIO()
     torch.save(encode(obj), buffer)
     return buffer.getvalue()
@@ -151,6 +157,8 @@ def to_bytes(obj: Any) -> bytes:
 def from_bytes(data: bytes, device: torch.device | str, source: str = "the data") -> Any:
     """Inverse of :func:`to_bytes`, tensors moved to ``device``. Reads with
     ``weights_only=True``: anything but tensors and plain values is refused, unrun."""
+    import torch
+
     try:
         loaded = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
         return decode(loaded)

@@ -3,10 +3,15 @@
 * :func:`bar`: a tqdm bar. In a notebook it is the widget bar only when ipywidgets is
   installed; otherwise the plain text bar (tqdm.auto would warn "IProgress not found").
 * :func:`phase`: a context manager for a step with no natural bar (a fit, a bootstrap inside a
-  library call): whenever nothing (no line, no bar) has been printed for
-  :data:`HEARTBEAT_SECONDS`, it prints a line saying the step is still running and for how long,
-  and one when it ends. A quick step prints nothing; a long one is never silent for longer than
-  that, and no line claims an ETA it cannot know.
+  library call): when nothing (no line, no bar, a library's tqdm bar included) has been printed
+  for a while, it prints one line, and one when it ends. Inside a :func:`counting` block the
+  line gives the count against its target and an ETA from the average rate since the count
+  began (steady, not the latest batch's); with no count it says how long the step has run, at
+  growing intervals (:data:`HEARTBEAT_SECONDS`, then twice as long each time up to
+  :data:`HEARTBEAT_MAX_SECONDS`), so a long step never fills the screen with the same line.
+  A quick step prints nothing, and no line claims an ETA it cannot know.
+* :func:`counting`: ``with counting("activations captured", total, "tokens") as count:
+  ... count.add(n)`` gives the enclosing phase a count to report.
 * :func:`steps`: ``for item in steps(items, "bootstrap ε")`` shows a bar for a loop inside an
   analysis, when the run shows progress (:func:`showing`); otherwise it is the bare iterable.
 
@@ -27,8 +32,11 @@ from geomlens.formatting import duration
 
 T = TypeVar("T")
 
-#: Longest silence, in seconds, inside a :func:`phase` before it prints a "still running" line.
+#: Silence, in seconds, inside a :func:`phase` before its first progress line.
 HEARTBEAT_SECONDS = 5.0
+#: Longest silence between two progress lines of a phase with no count (the interval doubles
+#: up to it; below the report's promise of no silence longer than ten seconds).
+HEARTBEAT_MAX_SECONDS = 8.0
 PREFIX = "geomlens"
 
 _state = threading.local()
@@ -117,17 +125,80 @@ _phases: list[object] = []
 
 
 def _last_output() -> float:
-    """``time.time()`` of the latest progress line or print of any open bar."""
+    """``time.time()`` of the latest progress line or print of any open bar (a library's own
+    tqdm bar too, e.g. sae-lens's training bar)."""
+    from tqdm.std import tqdm as text_tqdm
+
     with _bars_lock:
         bars = max((getattr(b, "last_print_t", 0.0) for b in _open_bars), default=0.0)
-    return max(bars, _last_line)
+    try:
+        instances = list(getattr(text_tqdm, "_instances", ()))
+        others = max((getattr(b, "last_print_t", 0.0) for b in instances), default=0.0)
+    except (AttributeError, RuntimeError, TypeError):  # a set changing while read: skip it
+        others = 0.0
+    return max(bars, others, _last_line)
+
+
+class Count:
+    """A count toward a target that a phase's progress line reports (see :func:`counting`)."""
+
+    def __init__(self, what: str, total: float | None, unit: str) -> None:
+        self.what = what
+        self.total = total
+        self.unit = unit
+        self.done = 0.0
+        self.started = time.monotonic()
+
+    def add(self, amount: float) -> None:
+        self.done += amount
+
+    def eta(self, now: float | None = None) -> float | None:
+        """Seconds left at the average rate since the count began (None before any count,
+        without a target, or past it)."""
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        if not self.total or self.done <= 0 or elapsed <= 0 or self.done >= self.total:
+            return None
+        return (self.total - self.done) / (self.done / elapsed)
+
+    def words(self, now: float | None = None) -> str:
+        """``12,345 of 100,000 tokens captured (12 %), about 3 min left``."""
+        from geomlens.formatting import number
+
+        unit = f" {self.unit}" if self.unit else ""
+        if self.total:
+            text = (
+                f"{number(self.done, 6)} of {number(self.total, 6)}{unit} {self.what} "
+                f"({number(100 * min(self.done / self.total, 1.0), 2)} %)"
+            )
+        else:
+            text = f"{number(self.done, 6)}{unit} {self.what}"
+        left = self.eta(now)
+        return text + (f", about {duration(left)} left" if left is not None else "")
+
+
+#: Open counts, innermost last.
+_counts: list[Count] = []
+
+
+@contextlib.contextmanager
+def counting(what: str, total: float | None = None, unit: str = "") -> Iterator[Count]:
+    """Within the block, the enclosing :func:`phase`'s progress lines report this count:
+    ``what`` (e.g. "captured"), its ``total`` (None: no target, no ETA) and ``unit``."""
+    count = Count(what, total, unit)
+    _counts.append(count)
+    try:
+        yield count
+    finally:
+        _counts.remove(count)
 
 
 @contextlib.contextmanager
 def phase(what: str, *, announce: bool = False) -> Iterator[None]:
-    """Within the block, whenever nothing has been printed for :data:`HEARTBEAT_SECONDS`, say
-    that ``what`` is still running and for how long; at the end, if anything was said, say how
-    long it took. ``announce``: also say when it starts (for the big steps of a command)."""
+    """Within the block, when nothing has been printed for a while, say how far ``what`` has
+    come: the innermost :func:`counting`'s count, target and ETA, or (with no count) how long
+    it has run, at intervals growing from :data:`HEARTBEAT_SECONDS` to
+    :data:`HEARTBEAT_MAX_SECONDS`; at the end, if anything was said, say how long it took.
+    ``announce``: also say when it starts (for the big steps of a command)."""
     if not showing():
         yield
         return
@@ -142,11 +213,22 @@ def phase(what: str, *, announce: bool = False) -> Iterator[None]:
 
     def heartbeat() -> None:
         _state.show = True  # thread-local: the heartbeat shows what its phase shows
+        quiet = HEARTBEAT_SECONDS  # silence before the next line; doubles while nothing counts
         while not stop.wait(HEARTBEAT_SECONDS / 5):
             innermost = _phases and _phases[-1] is token
-            if innermost and time.time() - _last_output() >= HEARTBEAT_SECONDS:
-                say(f"{what}: still running, {duration(time.monotonic() - started)} so far")
-                spoke.set()
+            if not innermost:
+                continue
+            count = _counts[-1] if _counts else None
+            wait = HEARTBEAT_SECONDS if count is not None else quiet
+            if time.time() - _last_output() < wait:
+                continue
+            elapsed = duration(time.monotonic() - started)
+            if count is not None:
+                say(f"{what}: {count.words()}; {elapsed} so far")
+            else:
+                say(f"{what}: {elapsed} so far (this step has no count to show)")
+                quiet = min(quiet * 2, HEARTBEAT_MAX_SECONDS)
+            spoke.set()
 
     thread = threading.Thread(target=heartbeat, name="geomlens-heartbeat", daemon=True)
     thread.start()

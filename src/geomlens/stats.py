@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -160,3 +161,80 @@ def auroc_interval(
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(values, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def _auroc_placements(negatives: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, ...]:
+    """DeLong's placements: for each positive the share of negatives below it, for each
+    negative the share of positives above it (ties one half)."""
+    above = (positives[:, None] > negatives[None, :]) + 0.5 * (positives[:, None] == negatives)
+    return above.mean(1), above.mean(0)
+
+
+def pairing_design_effect(negatives: np.ndarray, positives: np.ndarray) -> float:
+    """How much pairing changes the AUROC's variance: DeLong's variance for ``n`` pairs
+    (positive i made from negative i), Var(V₁₀ᵢ + V₀₁ᵢ)/n, over his variance for independent
+    samples, Var(V₁₀)/n + Var(V₀₁)/n. 1 when the unpaired variance is 0 (complete separation
+    or all ties: no information on the pairing)."""
+    negatives, positives = np.asarray(negatives, float), np.asarray(positives, float)
+    if len(negatives) != len(positives) or len(negatives) < 2:
+        raise ValueError(
+            f"A paired AUROC needs as many positives as negatives (pair i is positive i and "
+            f"negative i), at least two; got {len(positives)} and {len(negatives)}."
+        )
+    v10, v01 = _auroc_placements(negatives, positives)
+    unpaired = v10.var(ddof=1) + v01.var(ddof=1)
+    return float((v10 + v01).var(ddof=1) / unpaired) if unpaired > 0 else 1.0
+
+
+def auroc_score_interval(
+    negatives: np.ndarray,
+    positives: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    paired: bool = False,
+) -> tuple[float, float]:
+    """Newcombe's score-type interval of the AUROC (Newcombe 2006, Part 2, method 5), valid at
+    the boundary: the θ with (θ̂ − θ)² ≤ z²·V(θ), V the Hanley–McNeil variance of an AUROC of
+    θ with both sample sizes replaced by their mean N* = (n₀ + n₁)/2,
+
+        V(θ) = θ(1 − θ)·[1 + (N* − 1)·((1 − θ)/(2 − θ) + θ/(1 + θ))] / (n₀ n₁).
+
+    Complete separation (θ̂ = 1) gives [low, 1] with low < 1, never [1, 1]. ``paired``: positive
+    i was made from negative i (the same row with tokens replaced); V(θ) is then scaled by the
+    pairing's design effect (:func:`pairing_design_effect`, measured at θ̂). NaN with fewer
+    than two scores in a class."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    negatives = np.asarray(negatives, float)
+    positives = np.asarray(positives, float)
+    n0, n1 = len(negatives), len(positives)
+    if min(n0, n1) < 2:
+        return math.nan, math.nan
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1); got {confidence}.")
+    estimate = float(auroc(negatives, positives))
+    effect = pairing_design_effect(negatives, positives) if paired else 1.0
+    z = float(norm.ppf(0.5 + confidence / 2))
+    half = (n0 + n1) / 2 - 1
+
+    def excess(theta: Any) -> Any:  # a number or an array of them
+        variance = (
+            theta * (1 - theta) * (1 + half * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+        ) / (n0 * n1)
+        return (estimate - theta) ** 2 - z**2 * effect * variance
+
+    # The interval is where excess ≤ 0; it holds θ̂. Each end: the sign change on a fine grid
+    # between θ̂ and the edge, refined by Brent's method (an edge inside it is the end).
+    def end(edge: float) -> float:
+        grid = np.linspace(estimate, edge, 2001)
+        values = excess(grid)
+        outside = np.flatnonzero(values > 0)
+        if len(outside) == 0:
+            return edge
+        first = int(outside[0])
+        if first == 0:
+            return estimate
+        return float(brentq(lambda t: float(excess(t)), grid[first - 1], grid[first], xtol=1e-12))
+
+    return end(0.0), end(1.0)

@@ -62,7 +62,7 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from geomlens.analyses.base import Analysis, Batch
-from geomlens.analyses.plotting import has_plot
+from geomlens.analyses.plotting import FigureNotDrawn, has_plot, plot_from_json
 from geomlens.data.dataset import Dataset
 from geomlens.engine import prepare_data, run, stream
 from geomlens.engine.distributed import from_bytes, to_bytes
@@ -482,25 +482,19 @@ def _check_plot_from_json(subject: Subject) -> None:
         )
     loaded = _through_json(subject.whole)
     try:
-        figure = cls.plot(loaded)
+        figure = plot_from_json(cls, loaded)
+    except FigureNotDrawn as error:
+        raise AnalysisContractError(f"plot-from-json: {error}") from error
     except Exception as error:  # any failure to draw from the JSON copy breaks the contract
         raise AnalysisContractError(
             f"plot-from-json: drawing the result read back from JSON failed "
             f"({type(error).__name__}: {error}); plot may read only result.metrics, .tables, "
             ".config, .provenance."
         ) from error
-    axes = getattr(figure, "axes", None)
-    try:
-        if not axes:
-            raise AnalysisContractError(
-                f"plot-from-json: plot returned {type(figure).__name__}, not a matplotlib "
-                "figure with axes."
-            )
-    finally:
-        with contextlib.suppress(Exception):
-            import matplotlib.pyplot as plt
+    with contextlib.suppress(Exception):
+        import matplotlib.pyplot as plt
 
-            plt.close(figure)
+        plt.close(figure)
 
 
 def _check_cross_backend(subject: Subject) -> None:

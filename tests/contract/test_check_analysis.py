@@ -117,6 +117,18 @@ class _NoFigure(_Sums):
     plot = Analysis.plot
 
 
+class _BlankFigure(_Sums):
+    """Draws a figure with axes and nothing on them: a blank figure is no figure."""
+
+    @classmethod
+    def plot(cls, result, **kwargs):
+        from matplotlib.figure import Figure
+
+        figure = Figure()
+        figure.subplots()
+        return figure
+
+
 def test_a_correct_analysis_passes(adapter):
     assert check_analysis(_Sums, adapter, TEXTS) == ONE_BACKEND
 
@@ -133,6 +145,7 @@ ALSO_BROKEN = {"merge": ("two-processes",), "state": ("resume", "two-processes")
         (_StateLosesTheTotal, "state", "resumed from state_dict"),
         (_ReadsPerBatch, "no-host-read-per-batch", "read tensors back to the host"),
         (_NoFigure, "plot-from-json", "draws no figure"),
+        (_BlankFigure, "plot-from-json", "nothing drawn"),
     ],
     ids=[
         "merge-drops-a-count",
@@ -141,6 +154,7 @@ ALSO_BROKEN = {"merge": ("two-processes",), "state": ("resume", "two-processes")
         "state",
         "reads-per-batch",
         "no-figure",
+        "blank-figure",
     ],  # fmt: skip
 )
 def test_a_planted_breach_is_named(adapter, planted, check, detail):

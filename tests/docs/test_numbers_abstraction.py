@@ -76,8 +76,13 @@ def test_sections_quote_the_results(results, numbers):
     fmt = numbers.fmt
     alpha, effect = results["abstraction"], results["linearization-effect"]
     readme = numbers.readme_paragraph(results)
-    assert "animacy-by-colour, gender" in readme  # the tasks the site mean averages
+    # The site mean of the raw α averages the one-row set only, named with its cell size.
+    assert "(gender; 1 row per cell)" in readme
     assert fmt(alpha.metrics["blocks.0.hook_resid_post.alpha"]) in readme
+    crossed = [r for r in alpha.tables["per_task"] if r["task"] == "animacy-by-colour"]
+    assert "`animacy-by-colour` (2 rows per cell" in readme
+    assert fmt(max(r["alpha_corrected"] for r in crossed)) in readme
+    assert fmt(effect.metrics["summary.alpha_corrected_change"], 3) in readme
     cosine = fmt(effect.metrics["fidelity.output_embedding_cosine"])
     assert f"output-embedding cosine {cosine}" in readme  # the cost beside the α change
     assert fmt(effect.metrics["summary.alpha_change"], 3) in readme

@@ -26,6 +26,7 @@ from geomlens.analyses.registry import UnknownNameError
 from geomlens.hooks.finite_check import NonFiniteActivationError
 from geomlens.interventions.linearize import LinearizationError
 from geomlens.models.adapter import UnknownSiteError
+from geomlens.sae.loading import load_sae
 from geomlens.theory import abstraction, resolution, ssd
 
 SITE = "blocks.0.hook_resid_post"
@@ -275,7 +276,7 @@ CASES = [
 ]  # fmt: skip
 
 
-# -- issue 19 (reliability II): once silently wrong or unclear ----------------------------------
+# -- reliability: once silently wrong or unclear -------------------------------------------------
 def _damaged_checkpoint(folder: Path, damage: Callable[[bytes], bytes]) -> None:
     """A finished checkpoint of a small run, its file then damaged, then resumed."""
     gl.run("activation-stats", recorded(), checkpoint=folder, batch_size=2)
@@ -361,13 +362,13 @@ CASES += [
          lambda _: gl.run("activation-stats", recorded(), seed=2**70),
          ValueError, ("seed must be an integer from 0 to 2**63 - 1", str(2**70))),
     Case("an SAE whose cfg.json d_sae disagrees with its weights",
-         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
+         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: _cfg(f, d_sae=20))),
          ValueError, ("The SAE folder", "sae cannot be read", "cfg.json does not match its weights")),
     Case("an SAE whose cfg.json is not JSON",
-         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
+         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: (f / "cfg.json").write_text("{d_in: 3"))),
          ValueError, ("The SAE folder", "sae cannot be read", "cfg.json is not JSON")),
     Case("a truncated SAE",
-         lambda tmp: gl.sae.load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
+         lambda tmp: load_sae(_saved_sae(tmp / "sae", lambda f: _truncate(f / "sae_weights.safetensors"))),
          ValueError, ("The SAE folder", "sae cannot be read", "truncated")),
     Case("a truncated model.safetensors",
          lambda tmp: gl.load(_gpt2_folder(tmp / "m", lambda f: _truncate(f / "model.safetensors"))),
@@ -521,7 +522,7 @@ CLI_CASES = [
 ]  # fmt: skip
 
 
-# -- issue 19 (reliability II) -------------------------------------------------------------------
+# -- reliability: damaged or unclear inputs -------------------------------------------------------
 def _lines(folder: Path, *lines: str) -> str:
     path = folder / "data.jsonl"
     path.write_text("".join(line + "\n" for line in lines))

@@ -50,3 +50,37 @@ def test_help_has_no_line_cut_mid_sentence(path):
         if re.search(r"[a-z,]$", line) and re.match(r"[a-z(]", after) and len(line) > 30
     ]
     assert not cuts, cuts
+
+
+#: Libraries that take seconds to import; `geomlens --help` needs none of them.
+HEAVY = ("torch", "transformers", "nnsight", "transformer_lens", "sae_lens", "matplotlib",
+         "scipy", "sklearn", "pandas", "datasets")  # fmt: skip
+
+
+def _heavy_imports(arguments: list[str], before: str = "") -> set[str]:
+    """The heavy libraries a fresh interpreter has imported after ``geomlens ARGUMENTS``."""
+    import subprocess
+    import sys
+
+    code = (
+        f"{before}\n"
+        "import sys\n"
+        "from geomlens.cli import app\n"
+        "try:\n"
+        f"    app({arguments!r}, prog_name='geomlens')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('IMPORTED', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    line = next(x for x in ran.stdout.splitlines() if x.startswith("IMPORTED"))
+    return set(line.split()[1:]) & set(HEAVY)
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["run", "--help"], ["report", "--help"]])
+def test_the_help_imports_no_heavy_library(arguments):
+    assert _heavy_imports(arguments) == set(), "imported for help alone"
+
+
+def test_the_heavy_import_check_sees_a_planted_import():
+    assert "torch" in _heavy_imports(["--help"], before="import torch")

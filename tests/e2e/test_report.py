@@ -13,6 +13,7 @@ from helpers.browser import find_chromium, visit
 from typer.testing import CliRunner
 
 import geomlens as gl
+from geomlens.analyses.guards import is_null
 from geomlens.analyses.registry import ANALYSES, builtin_analyses
 from geomlens.cli import app
 from geomlens.data.dataset import Dataset
@@ -109,6 +110,8 @@ def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_pa
                 if value is None or not math.isfinite(value):
                     continue
                 cell = cells[(name, site, metric)]  # every layer's headline metric is shown
+                if is_null(cell["text"]):  # a guard refused it: its words, never the number
+                    continue
                 scale = max(abs(value) * 5.01e-3, 0.5 if abs(value) >= 100 else 0.0)
                 assert abs(_shown_value(cell["text"]) - value) <= scale, (name, site, cell)
                 checked += 1
@@ -412,3 +415,71 @@ def test_the_quick_causal_lm_section_is_cut_and_says_so(quick_report):
     assert all("setup_seconds" in cost for cost in provenance["costs"].values())
     phases = quick_report.provenance["phase_seconds"]
     assert set(phases) == {"load", "analyses", "causal_lm", "drawing"}
+
+
+PERCENT = re.compile(r"(−|-)?([\d,]+(?:\.\d+)?) %")
+NUMBER = r"(−|-)?([\d,]+(?:\.\d+)?)"
+
+
+def _page_text(page: str) -> str:
+    """The page's words: tags out, entities as characters, whitespace folded."""
+    import html
+
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
+
+
+def _paragraphs(page: str) -> list[str]:
+    """The readings: every <p> and list item of the page, as text."""
+    import html
+
+    found = re.findall(r"<(p|li)[^>]*>(.*?)</\1>", page, flags=re.S)
+    return [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body))) for _, body in found]
+
+
+def _value(sign: str, digits: str) -> float:
+    return float(digits.replace(",", "")) * (-1 if sign else 1)
+
+
+def test_no_reading_on_the_quick_page_is_an_impossible_number(quick_report):
+    """No share above 100 %, no cosine offset below −1, no loss above the uniform guess, and
+    the page says its status is ok with every figure drawn."""
+    page = quick_report.index.read_text()
+    assert 'data-status="ok"' in page, _page_text(page)[:2000]
+    assert "could not be drawn" not in page and "This analysis failed" not in page
+    for paragraph in _paragraphs(page):
+        for sign, digits in PERCENT.findall(paragraph):
+            assert 0 <= _value(sign, digits) <= 100, paragraph
+        if "below zero" in paragraph or "offset" in paragraph:
+            for sign, digits in re.findall(NUMBER, paragraph):
+                if sign:
+                    assert _value(sign, digits) >= -1, paragraph
+        loss = re.search(r"goes from ([\d.]+) to ([\d.]+) nats per token", paragraph)
+        uniform = re.search(r"uniform guess over the vocabulary scores ([\d.]+) nats", paragraph)
+        if loss:
+            assert uniform, f"a loss without its uniform-guess reference: {paragraph}"
+            assert max(map(float, loss.groups())) <= float(uniform.group(1)), paragraph
+
+
+def test_every_scale_on_the_quick_page_is_in_its_range_or_says_unresolved(quick_report):
+    """ε of every resolution result (MiniLM's and the causal LM's), as the page's headline
+    table shows it: a number inside the stimuli's span and at least its grid spacing, or a
+    guard's words."""
+    page = quick_report.index.read_text()
+    results = [quick_report.results.get("resolution")]
+    if quick_report.causal_lm is not None:
+        results.append(quick_report.causal_lm.results.get("resolution"))
+    tables = re.findall(r'data-analysis="resolution".*?</table>', page, flags=re.S)
+    assert len(tables) == len([r for r in results if r is not None])  # MiniLM's, then the LM's
+    checked = 0
+    for result, table in zip(filter(None, results), tables):
+        distances = sorted({float(row["distance"]) for row in result.tables.get("g_of_d", [])})
+        assert len(distances) >= 2, "g(d) at two distances at least"
+        span, grid = distances[-1], float(min(np.diff(distances)))
+        for text in re.findall(r'data-metric="epsilon">([^<]*)<', table):
+            if is_null(text):
+                continue
+            value = float(text.replace(",", ""))
+            assert grid <= value <= span, (text, grid, span)
+            checked += 1
+    assert checked or "unresolved" in page

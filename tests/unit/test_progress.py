@@ -45,14 +45,44 @@ def _longest_gap(pieces: list[tuple[float, str]]) -> tuple[float, str]:
     return max(gaps)
 
 
-def test_a_long_phase_keeps_saying_it_is_running(monkeypatch, capsys):
+def test_a_long_phase_without_a_count_speaks_less_and_less_often(monkeypatch, capsys):
     monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.2)
+    monkeypatch.setattr(progress, "HEARTBEAT_MAX_SECONDS", 0.8)
     with progress.showing_progress(True), progress.phase("planted wait"):
-        time.sleep(1.0)
+        time.sleep(2.4)
     lines = capsys.readouterr().err.splitlines()
-    still = [line for line in lines if "planted wait: still running" in line]
-    assert len(still) >= 3, lines
+    said = [line for line in lines if "planted wait:" in line and "done in" not in line]
+    # Intervals 0.2, 0.4, 0.8, 0.8 …: about 4 lines in 2.4 s, where a fixed 0.2 s gave 12.
+    assert 2 <= len(said) <= 6, lines
+    assert all("so far (this step has no count to show)" in line for line in said), said
+    assert len(set(said)) == len(said), "no line repeats another"
     assert lines[-1].startswith("geomlens: planted wait: done in")
+
+
+def test_a_counted_phase_reports_the_count_its_target_and_an_eta(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.2)
+    with (
+        progress.showing_progress(True),
+        progress.phase("capturing"),
+        progress.counting("captured", 1000, "tokens") as count,
+    ):
+        for _ in range(10):
+            count.add(50)
+            time.sleep(0.1)
+    said = [line for line in capsys.readouterr().err.splitlines() if "of 1,000 tokens" in line]
+    assert said, "the count is reported"
+    assert all("captured (" in line and "left" in line for line in said), said
+
+
+def test_the_eta_is_the_average_rate_since_the_count_began():
+    count = progress.Count("captured", 1000, "tokens")
+    count.started = 100.0
+    count.add(250)  # 250 tokens in the first 10 s: 25 per second, 750 left → 30 s
+    assert count.eta(now=110.0) == pytest.approx(30.0)
+    assert count.words(now=110.0) == "250 of 1,000 tokens captured (25 %), about 30 s left"
+    count.add(750)
+    assert count.eta(now=120.0) is None, "done: no time left to guess"
+    assert progress.Count("read", None, "rows").eta() is None, "no target, no ETA"
 
 
 def test_a_quick_phase_and_a_quiet_run_print_nothing(capsys):

@@ -15,7 +15,7 @@ GPT-2 small with gpt2-small-res-jb at blocks.6.hook_resid_pre, mean k ≈ 60 on 
     python tutorials/gpu/sae_feature_explosion.py --model smollm2-135m-instruct --sae train \\
         --backend nnsight --device cpu        # no published SAE: train one (cached) first
     python tutorials/gpu/sae_feature_explosion.py --model PATH --sae SAE_FOLDER --device cpu \\
-        --calibration-rows 8 --heldout-rows 8 --ood-rows 4 --max-tokens 24     # tiny
+        --calibration-rows 8 --heldout-rows 8 --max-tokens 24     # tiny
 
 ``--sae train`` trains a standard sae-lens SAE on the model's own activations at ``--site``
 (default: the middle block's ``hook_resid_post``) from the bundled corpus's training part,
@@ -129,7 +129,6 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--site", default=None, help="Override the SAE's own site.")
     parser.add_argument("--calibration-rows", type=int, default=512)
     parser.add_argument("--heldout-rows", type=int, default=256)
-    parser.add_argument("--ood-rows", type=int, default=128, help="Rows per OOD condition.")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--pool-top-k", type=int, default=None, help="Top-k per token for G.")
     parser.add_argument("--shuffle", default="fixed", help="fixed, per-batch or none.")
@@ -171,7 +170,6 @@ def main(argv: list[str] | None = None) -> dict:
         adapter.tokenizer,
         calibration_rows=args.calibration_rows,
         heldout_rows=args.heldout_rows,
-        ood_rows=args.ood_rows,
         max_tokens=args.max_tokens,
         seed=args.seed,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,16 +27,38 @@ MIN_CONTEXTS_FOR_INTERVAL = 3
 TIE_TOLERANCE = 1e-12
 
 
+#: Kinds of the within-context null, as the ``alpha_null_kind`` column names them.
+ROW_SHUFFLE = "concept label shuffled among each context's rows"
+SIGN_FLIP = "sign of each context's difference flipped (one row per cell)"
+#: What the corrected α's interval resamples when a task has too few contexts to resample.
+ROWS_RESAMPLED = "rows resampled within each cell (too few contexts to resample)"
+#: Random split-half partitions averaged into the corrected α.
+DEFAULT_HALF_SPLITS = 20
+
+
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
+def vanishing_differences(means: np.ndarray) -> list[int]:
+    """Indices of the contexts whose difference vector μ(+, c) − μ(−, c) is zero (its cosine
+    with anything is undefined)."""
+    norms = np.linalg.norm(means[1] - means[0], axis=-1)
+    scale = max(float(np.abs(means).max(initial=0.0)), 1.0)
+    return [int(i) for i in np.flatnonzero(norms <= 1e-12 * scale)]
+
+
 def difference_cosines(means: np.ndarray) -> np.ndarray:
     """``[k, k]`` cosines between the difference vectors u_c = μ(+, c) − μ(−, c) of class means
-    ``[2, k, d]``."""
-    unit = _unit_rows(means[1] - means[0])
-    return unit @ unit.T
+    ``[2, k, d]``; NaN in the rows and columns of a context whose difference vanishes."""
+    differences = means[1] - means[0]
+    unit = _unit_rows(differences)
+    cosines = unit @ unit.T
+    vanished = vanishing_differences(means)
+    cosines[vanished, :] = np.nan
+    cosines[:, vanished] = np.nan
+    return cosines
 
 
 def pairwise_alpha(differences: np.ndarray) -> float:
@@ -93,35 +116,236 @@ def across_contexts_null(means: np.ndarray, rng: np.random.Generator, n: int) ->
 
 
 @dataclass
+class TaskRows:
+    """The pooled rows of one task, labelled by cell: what the corrected α and the row-level
+    label shuffle need (the class means alone do not carry the noise)."""
+
+    rows: np.ndarray  # [n, d]
+    #: True for the second concept value (the + of u_c = μ(+, c) − μ(−, c)).
+    positive: np.ndarray  # bool [n]
+    #: Index of each row's context in the task's context order.
+    context: np.ndarray  # int [n]
+    n_contexts: int
+
+    @classmethod
+    def from_labels(
+        cls,
+        rows: np.ndarray,
+        concept: np.ndarray,
+        context: np.ndarray,
+        values: Sequence[str],
+        contexts: Sequence[str],
+    ) -> TaskRows:
+        """The rows of ``contexts`` (in that order), ``values[1]`` the positive value."""
+        position = {str(x): i for i, x in enumerate(contexts)}
+        keep = np.array([str(x) in position for x in context], dtype=bool)
+        index = np.array([position[str(x)] for x in np.asarray(context)[keep]], dtype=np.int64)
+        positive = np.asarray(concept)[keep].astype(str) == str(values[1])
+        return cls(np.asarray(rows, np.float64)[keep], positive, index, len(contexts))
+
+    def cells(self) -> list[list[np.ndarray]]:
+        """``[value][context]``: the row indices of each cell (value 0: −, 1: +)."""
+        return [
+            [
+                np.flatnonzero((self.context == c) & (self.positive == bool(v)))
+                for c in range(self.n_contexts)
+            ]
+            for v in (0, 1)
+        ]
+
+    def cell_sizes(self) -> np.ndarray:
+        """``[2, k]`` rows per (concept value, context) cell."""
+        return np.array([[len(i) for i in value] for value in self.cells()], dtype=np.int64)
+
+
+def split_half_cosines(
+    task: TaskRows, rng: np.random.Generator, n_splits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cross ``[k, k]``, reliability ``[k]``), averaged over ``n_splits`` random halvings of
+    every cell: cross_cc' is the cosine between u_c of one half and u_c' of the other (their
+    noise is independent), symmetrised; reliability_c the cosine between u_c of the two halves
+    (the split-half reliability of context c's direction). Every cell needs two rows."""
+    k = task.n_contexts
+    cells = task.cells()
+    cross = np.zeros((k, k))
+    reliability = np.zeros(k)
+    for _ in range(n_splits):
+        halves = np.zeros((2, 2, k, task.rows.shape[1]))  # half, value, context, d
+        for value in (0, 1):
+            for c in range(k):
+                order = rng.permutation(cells[value][c])
+                half = len(order) // 2
+                halves[0, value, c] = task.rows[order[:half]].mean(0)
+                halves[1, value, c] = task.rows[order[half:]].mean(0)
+        first = _unit_rows(halves[0, 1] - halves[0, 0])
+        second = _unit_rows(halves[1, 1] - halves[1, 0])
+        between = first @ second.T
+        cross += (between + between.T) / 2
+        reliability += np.diag(between)
+    return cross / n_splits, reliability / n_splits
+
+
+def row_bootstrap_corrected(task: TaskRows, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``[n]`` corrected α with each cell's rows resampled with replacement (the interval of a
+    task with too few contexts to resample them). Each draw halves the cell by row identity,
+    every copy of a row in the same half, so the halves stay independent."""
+    k = task.n_contexts
+    cells = task.cells()
+    draws = np.empty(n)
+    for b in range(n):
+        halves = np.zeros((2, 2, k, task.rows.shape[1]))
+        for value in (0, 1):
+            for c in range(k):
+                members = cells[value][c]
+                picked = rng.choice(members, size=len(members), replace=True)
+                ids, counts = np.unique(picked, return_counts=True)
+                order = rng.permutation(len(ids))
+                if len(ids) < 2:  # every draw the same row: no two halves
+                    halves[:, value, c] = np.nan
+                    continue
+                cut = len(ids) // 2
+                for half, chosen in enumerate((order[:cut], order[cut:])):
+                    weights = counts[chosen].astype(np.float64)
+                    halves[half, value, c] = weights @ task.rows[ids[chosen]] / weights.sum()
+        first = _unit_rows(halves[0, 1] - halves[0, 0])
+        second = _unit_rows(halves[1, 1] - halves[1, 0])
+        between = first @ second.T
+        if not np.isfinite(between).all():
+            draws[b] = np.nan
+            continue
+        cross = (between + between.T) / 2
+        draws[b] = corrected_ratios(cross, np.diag(between), np.ones((1, k)))[0]
+    return draws
+
+
+def corrected_ratios(cross: np.ndarray, reliability: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Corrected α of each row of ``weights`` ``[n, k]``: Σ_{c≠c'} w_c w_c' X_cc' /
+    Σ_{c≠c'} w_c w_c' √(r_c r_c'), reliabilities below 0 counted as 0; NaN where the
+    denominator is not positive."""
+    root = np.sqrt(np.clip(reliability, 0.0, None))
+    scale = np.outer(root, root)
+    off = ~np.eye(len(root), dtype=bool)
+    numerator = np.einsum("bi,ij,bj->b", weights, np.where(off, cross, 0.0), weights)
+    denominator = np.einsum("bi,ij,bj->b", weights, np.where(off, scale, 0.0), weights)
+    safe = np.where(denominator > 0, denominator, 1.0)
+    return np.where(denominator > 0, numerator / safe, np.nan)
+
+
+def row_shuffle_null(task: TaskRows, rng: np.random.Generator, n: int) -> np.ndarray:
+    """α with the concept label shuffled among the rows of each context (class sizes kept),
+    ``n`` draws, every context's difference vector recomputed from the shuffled rows."""
+    k = task.n_contexts
+    differences = np.zeros((n, k, task.rows.shape[1]))
+    for c in range(k):
+        inside = np.flatnonzero(task.context == c)
+        labels = task.positive[inside]
+        n_plus, n_minus = int(labels.sum()), int((~labels).sum())
+        shuffled = rng.permuted(np.tile(labels, (n, 1)), axis=1)
+        weights = np.where(shuffled, 1.0 / n_plus, -1.0 / n_minus)
+        differences[:, c] = weights @ task.rows[inside]
+    unit = _unit_rows(differences)
+    cosines = np.einsum("bid,bjd->bij", unit, unit)
+    upper = np.triu_indices(k, k=1)
+    return cosines[:, upper[0], upper[1]].mean(1)
+
+
+@dataclass
 class AlphaDraws:
-    """α of one task with its bootstrap draws over contexts and both nulls' draws."""
+    """α of one task with its bootstrap draws over contexts and both nulls' draws, and the
+    noise-corrected α with its bootstrap draws (the same context resamples)."""
 
     alpha: float
     n_contexts: int
     #: ``[n_bootstrap]``; all NaN with fewer than :data:`MIN_CONTEXTS_FOR_INTERVAL` contexts.
     bootstrap: np.ndarray
     nulls: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Why α is undefined ("" when it is defined).
+    undefined: str = ""
+    #: Mean and smallest number of rows per (concept value, context) cell.
+    rows_per_cell: float = float("nan")
+    rows_per_cell_min: float = float("nan")
+    #: What the within-context null did: :data:`ROW_SHUFFLE` or :data:`SIGN_FLIP`.
+    null_kind: str = SIGN_FLIP
+    alpha_corrected: float = float("nan")
+    corrected_bootstrap: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: Why the corrected α is undefined ("" when it is defined).
+    corrected_undefined: str = ""
+    #: What the corrected α's interval resamples.
+    corrected_interval: str = "contexts resampled"
 
 
 def alpha_draws(
-    means: np.ndarray, rng: np.random.Generator, *, n_bootstrap: int, n_shuffles: int
+    means: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    n_bootstrap: int,
+    n_shuffles: int,
+    rows: TaskRows | None = None,
+    n_half_splits: int = DEFAULT_HALF_SPLITS,
 ) -> AlphaDraws:
-    """α of class means ``[2, k, d]`` and its draws. The context resamples are drawn first, so
-    two conditions of the same task measured with equally seeded generators (base and
-    linearised) are resampled identically: their difference is a paired bootstrap."""
+    """α of class means ``[2, k, d]`` and its draws; with the task's ``rows``, also the
+    corrected α (split halves, :func:`split_half_cosines`) and, where cells hold several rows,
+    the within-context null as a row-level label shuffle. The context resamples are drawn
+    first, so two conditions of the same task measured with equally seeded generators (base
+    and linearised) are resampled identically: their difference is a paired bootstrap."""
     cosines = difference_cosines(means)
     k = len(cosines)
     upper = np.triu_indices(k, k=1)
     alpha = float(cosines[upper].mean())
+    counts = context_counts(rng, k, n_bootstrap)
     if k >= MIN_CONTEXTS_FOR_INTERVAL:
-        bootstrap = bootstrap_alphas(cosines, context_counts(rng, k, n_bootstrap))
+        bootstrap = bootstrap_alphas(cosines, counts)
     else:
         bootstrap = np.full(n_bootstrap, np.nan)
+    vanished = vanishing_differences(means)
+    undefined = ""
+    if vanished:
+        undefined = (
+            f"the difference vector vanishes in {len(vanished)} context(s) (both concept values "
+            "have the same mean there), so its cosine is undefined"
+        )
+    sizes = rows.cell_sizes() if rows is not None else None
+    several = sizes is not None and int(sizes.min()) >= 2
+    if several:
+        assert rows is not None
+        within, kind = row_shuffle_null(rows, rng, n_shuffles), ROW_SHUFFLE
+    else:
+        within, kind = within_context_null(cosines, rng, n_shuffles), SIGN_FLIP
     nulls = {
-        "within-context": within_context_null(cosines, rng, n_shuffles),
+        "within-context": within,
         "across-contexts": across_contexts_null(means, rng, n_shuffles),
     }
-    return AlphaDraws(alpha, k, bootstrap, nulls)
+    draws = AlphaDraws(alpha, k, bootstrap, nulls, undefined=undefined, null_kind=kind)
+    if sizes is None:
+        draws.corrected_undefined = "the rows were not kept, so no split halves"
+        return draws
+    draws.rows_per_cell = float(sizes.mean())
+    draws.rows_per_cell_min = float(sizes.min())
+    if not several:
+        draws.corrected_undefined = (
+            "a cell holds one row, so its direction has no split-half reliability (the "
+            "corrected α needs two or more rows per concept value and context)"
+        )
+        return draws
+    assert rows is not None
+    cross, reliability = split_half_cosines(rows, rng, max(n_half_splits, 1))
+    point = corrected_ratios(cross, reliability, np.ones((1, k)))[0]
+    draws.alpha_corrected = float(point)
+    if k >= MIN_CONTEXTS_FOR_INTERVAL:
+        draws.corrected_bootstrap = corrected_ratios(cross, reliability, counts)
+    else:
+        # Two contexts cannot be resampled; the rows of each cell can.
+        draws.corrected_bootstrap = row_bootstrap_corrected(rows, rng, n_bootstrap)
+        draws.corrected_interval = ROWS_RESAMPLED
+    if undefined:
+        draws.alpha_corrected = float("nan")
+        draws.corrected_undefined = undefined
+    elif not np.isfinite(point):
+        draws.corrected_undefined = (
+            "no context's direction agrees between split halves (every split-half cosine is at "
+            "or below 0): there is no reliable direction to compare"
+        )
+    return draws
 
 
 def _interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -141,7 +365,9 @@ def _null_columns(name: str, draws: np.ndarray, alpha: float) -> dict[str, float
         # A draw equal to α up to rounding is a tie, and ties count against the data.
         f"alpha_p_value{name}": float(
             (1 + np.sum(draws >= alpha - TIE_TOLERANCE)) / (1 + draws.size)
-        ),
+        )
+        if np.isfinite(alpha)
+        else float("nan"),
     }
 
 
@@ -150,16 +376,27 @@ def null_suffix(null: str) -> str:
     return "_" + null.replace("-", "_")
 
 
-def summarise_alpha(draws: AlphaDraws, *, confidence: float, null: str) -> dict[str, float]:
+def summarise_alpha(draws: AlphaDraws, *, confidence: float, null: str) -> dict[str, Any]:
     """Table columns of one task: α, its interval over contexts (NaN with fewer than three
     contexts), the chosen null (``alpha_null``, ``alpha_null_p95``, ``alpha_p_value``) and
     both nulls under their own names."""
     low, high = _interval(draws.bootstrap, confidence)
-    columns = {"alpha": draws.alpha, "alpha_ci_low": low, "alpha_ci_high": high}
+    columns: dict[str, Any] = {"alpha": draws.alpha, "alpha_ci_low": low, "alpha_ci_high": high}
+    columns["rows_per_cell"] = draws.rows_per_cell
+    columns["rows_per_cell_min"] = draws.rows_per_cell_min
+    corrected_low, corrected_high = _interval(draws.corrected_bootstrap, confidence)
+    columns["alpha_corrected"] = draws.alpha_corrected
+    columns["alpha_corrected_ci_low"] = corrected_low
+    columns["alpha_corrected_ci_high"] = corrected_high
+    columns["alpha_corrected_interval"] = draws.corrected_interval
     columns.update(_null_columns("", draws.nulls[null], draws.alpha))
     for name in NULLS:
         columns.update(_null_columns(null_suffix(name), draws.nulls[name], draws.alpha))
+    columns["alpha_null_kind"] = draws.null_kind if null == "within-context" else "across contexts"
+    columns["alpha_null_kind_within_context"] = draws.null_kind
     columns["n_contexts"] = float(draws.n_contexts)
+    columns["alpha_undefined"] = draws.undefined
+    columns["alpha_corrected_undefined"] = draws.corrected_undefined
     return columns
 
 

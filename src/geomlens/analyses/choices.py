@@ -54,8 +54,10 @@ class ChoiceRecords:
     _token_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, batch: Any, site: str, tokenizer: Any, first_token: bool) -> None:
-        """Fold a batch: D over each row's options from the last real token's logits."""
-        logits = batch.pooled(site, "last")
+        """Fold a batch: D over each row's options from the last real token's logits (``site``
+        holds them ``[B, vocab]``, as ``logits.last`` does, or holds every token's)."""
+        activation = batch.activations[site]
+        logits = activation if activation.dim() == 2 else batch.pooled(site, "last")
         log_probs = torch.log_softmax(logits.detach().to(torch.float64), dim=-1).cpu()
         columns = batch.columns
         for row, index in enumerate(batch.index):

@@ -53,3 +53,41 @@ def plot(result: Result, path: str | os.PathLike[str] | None = None, **kwargs: A
     if path is not None:
         atomic_save_figure(figure, path, dpi=kwargs.get("dpi", 120), bbox_inches="tight")
     return figure
+
+
+class FigureNotDrawn(RuntimeError):
+    """An analysis's ``plot`` returned no figure, or a figure with nothing drawn on it."""
+
+
+def drew_something(figure: Any) -> bool:
+    """Whether ``figure`` has an axes with anything drawn on it (a line, a marker, a patch, an
+    image, a text): a blank figure is no figure."""
+    for axes in getattr(figure, "axes", None) or []:
+        if axes.lines or axes.collections or axes.images or axes.patches or axes.texts:
+            return True
+    return False
+
+
+def plot_from_json(analysis: type[Analysis], result: Result) -> Any:
+    """The figure ``analysis`` draws from ``result`` read back from its JSON (so a figure shows
+    only what a reader of the saved JSON could draw: NaN intervals come back as they were
+    written). Raises :class:`FigureNotDrawn` when the figure is missing or blank. The report
+    and the contract check ``plot-from-json`` both draw through this."""
+    figure = analysis.plot(Result.from_json(result.to_json()))
+    if not drew_something(figure):
+        import contextlib
+
+        with contextlib.suppress(Exception):
+            import matplotlib.pyplot as plt
+
+            plt.close(figure)
+        raise FigureNotDrawn(
+            f"{analysis.__name__}.plot returned "
+            + (
+                "a figure with nothing drawn on it"
+                if getattr(figure, "axes", None)
+                else f"{type(figure).__name__}, not a matplotlib figure with axes"
+            )
+            + "; it must draw the result's numbers."
+        )
+    return figure

@@ -2,9 +2,10 @@
 inside each context (the ceiling CCGP is read against), and the older mixed-context accuracy
 (docs/theory.md#abstraction-measuring, docs/abstraction.md).
 
-Probes are scikit-learn logistic regressions on standardised features. Successive fits on
-overlapping training sets (leave-one-context-out, folds) start from the previous solution
-(``warm_start``). A concept set's probe is small (about a hundred rows by a few hundred
+Probes are scikit-learn logistic regressions on standardised features. Every fit starts cold
+(from zero) and runs to a tight tolerance (:data:`PROBE_TOLERANCE`), so an accuracy does not
+depend on which fit ran before it (with warm starts and the default tolerance the solver stops
+at a point that depends on the split order). A concept set's probe is small (about a hundred rows by a few hundred
 features), and for problems that small a multi-threaded BLAS spends more time starting and
 synchronising threads than computing (7–8× slower per fit on the bundled MiniLM's sets on a
 busy two-core machine), so small probes are fitted with one BLAS thread.
@@ -22,6 +23,8 @@ import numpy as np
 #: Up to this many contexts CCGP uses every balanced split; above, leave one context out.
 MAX_CONTEXTS_FOR_BALANCED_SPLITS = 6
 Scored = TypeVar("Scored")
+#: Tolerance of the probe's solver (scikit-learn's default is 1e-4).
+PROBE_TOLERANCE = 1e-8
 #: Probes with fewer rows × features than this are fitted with one BLAS thread.
 SINGLE_THREAD_BELOW = 2_000_000
 
@@ -61,7 +64,8 @@ def context_splits(contexts: Sequence[str], max_splits: int) -> tuple[str, list[
 
 
 class Probe:
-    """A standardise-then-logistic-regression probe whose successive fits start warm."""
+    """A standardise-then-logistic-regression probe; every fit starts cold and converges to
+    :data:`PROBE_TOLERANCE`."""
 
     def __init__(self, inverse_regularisation: float, seed: int) -> None:
         from sklearn.linear_model import LogisticRegression
@@ -69,7 +73,11 @@ class Probe:
 
         self.scaler = StandardScaler()
         self.model = LogisticRegression(
-            C=inverse_regularisation, max_iter=5000, random_state=seed, warm_start=True
+            C=inverse_regularisation,
+            max_iter=20_000,
+            tol=PROBE_TOLERANCE,
+            random_state=seed,
+            warm_start=False,
         )
 
     def fit(self, rows: np.ndarray, labels: np.ndarray) -> Probe:

@@ -90,6 +90,9 @@ class Fit:
     aic: float
     epsilon_fast: float = float("nan")
     fast_share: float = float("nan")
+    #: "low" / "high" when a scale of the best fit sits at an edge of the search grid (then
+    #: the scale is a bound of the search, not an estimate), else "".
+    at_bound: str = ""
 
     @property
     def delta(self) -> float:
@@ -149,6 +152,32 @@ def half_width(fit: Fit) -> float:
             xtol=1e-12 * slow,
         )
     )
+
+
+def measured_half_width(distances: np.ndarray, means: np.ndarray, level: float) -> float:
+    """Where the *measured* g falls halfway from g(0) = 1 to the far level ``level``.
+
+    ``distances`` and ``means`` are the binned profile at d > 0 (ascending). The half-width
+    is interpolated linearly between the last bin at or above the halfway level and the first
+    below it. Nothing is interpolated between d = 0 and the first distance d₁ (the grid says
+    nothing there): when g is below halfway already at d₁ the answer is ``-inf`` (read as
+    "< d₁"); when g stays above halfway over the whole range it is ``+inf`` (beyond the
+    range); NaN without a level (a flat profile).
+    """
+    d, m = np.asarray(distances, dtype=float), np.asarray(means, dtype=float)
+    keep = (d > 0) & np.isfinite(m)
+    d, m = d[keep], m[keep]
+    if not np.isfinite(level) or not len(d) or level >= 1.0:
+        return float("nan")
+    halfway = (1.0 + level) / 2.0
+    if m[0] < halfway:
+        return float("-inf")
+    below = np.nonzero(m < halfway)[0]
+    if not len(below):
+        return float("inf")
+    k = int(below[0])
+    d0, d1, m0, m1 = d[k - 1], d[k], m[k - 1], m[k]
+    return float(d0 + (m0 - halfway) / (m0 - m1) * (d1 - d0))
 
 
 def _rss_aic(
@@ -248,7 +277,17 @@ def fit_family(
     (rss,), (u,) = _one_scale(family, d, y, w, epsilon)
     if not u > 0:  # g does not fall: no scale to report (NaN, not a number that looks like one)
         return _nan_fit(family, float(rss), within, w)
-    return Fit(family, epsilon, 1.0 - float(u), *_rss_aic(float(rss), within, w, 2))
+    bound = _edge(epsilon, candidates[0], candidates[-1]) if family != "step" else ""
+    return Fit(family, epsilon, 1.0 - float(u), *_rss_aic(float(rss), within, w, 2), at_bound=bound)
+
+
+def _edge(scale: float, low: float, high: float) -> str:
+    """ "low" / "high" when ``scale`` is (within a relative 1 %) at an edge of its search grid."""
+    if scale <= low * 1.01:
+        return "low"
+    if scale >= high / 1.01:
+        return "high"
+    return ""
 
 
 def _fit_two_scale(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -> Fit:
@@ -279,6 +318,9 @@ def _fit_two_scale(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -
         # Two scales that are nearly one, or one of them carrying almost nothing: the fit
         # only chases noise the single-scale families describe with fewer parameters.
         return _nan_fit(TWO_SCALE, float(rss), within, w)
+    # The zooms may step up to one grid step past the grid's ends: both are edges.
+    edges = (grid[0] * grid[0] / grid[1], grid[1]), (grid[-2], grid[-1] * grid[-1] / grid[-2])
+    bound = "low" if scales[0] <= edges[0][1] else "high" if scales[1] >= edges[1][0] else ""
     return Fit(
         TWO_SCALE,
         float(scales[1]),
@@ -286,6 +328,7 @@ def _fit_two_scale(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -
         *_rss_aic(float(rss), within, w, 4),
         epsilon_fast=float(scales[0]),
         fast_share=share,
+        at_bound=bound,
     )
 
 

@@ -214,7 +214,7 @@ def check_analysis_class(obj: object) -> None:
             f"Only Analysis subclasses can be registered as analyses; got {obj!r}. Subclass "
             "geomlens.Analysis (see docs/plugins.md)."
         )
-    describe_metrics(obj.metric_specs)
+    describe_metrics(obj.metric_specs, getattr(obj, "name", ""))
 
 
 def walk_builtins(package: str = "geomlens.analyses") -> Iterator[type[Analysis]]:
@@ -253,6 +253,7 @@ def register_analysis(
     def decorate(cls: A) -> A:
         check_analysis_class(cls)
         cls.name = name
+        describe_metrics(cls.metric_specs, name)  # its own specs, under its registered name
         own = cls.__dict__.get("aliases", ()) if aliases is None else aliases
         ANALYSES.add(name, cls, aliases=own, replace=replace)
         return cls

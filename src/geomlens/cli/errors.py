@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from geomlens.inputs.batches import DEFAULT_BATCH_SIZE
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE
 
 
 def end_open_bars() -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from geomlens.cli.app import app
 from geomlens.cli.check import check_command, sites_command
-from geomlens.cli.run import list_command, run_command
+from geomlens.cli.run import RunCommand, list_command, run_command
 
 __all__ = ["app"]
 
 app.command("list")(list_command)
-app.command("run")(run_command)
+app.command("run", cls=RunCommand)(run_command)
 app.command("check")(check_command)
 app.command("sites")(sites_command)
 

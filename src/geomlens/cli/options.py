@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from geomlens.models.attach import DEFAULT_BACKEND, DEFAULT_MODEL
+from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 
 __all__ = [
     "DEFAULT_BACKEND",

@@ -18,7 +18,7 @@ from geomlens.cli.options import (
     ModelOption,
     SeedOption,
 )
-from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def print_summary(report) -> None:
@@ -31,8 +31,10 @@ def print_summary(report) -> None:
 
     def lines(outcomes) -> None:
         for outcome in outcomes:
-            status = "ok" if outcome.error is None else "FAILED"
+            status = "ok" if outcome.error is None and not outcome.figure_error else "FAILED"
             text = headline(outcome.result) if outcome.result is not None else outcome.error
+            if outcome.error is None and outcome.figure_error:
+                text = f"its figure could not be drawn: {outcome.figure_error}"
             typer.echo(
                 f"{outcome.name:<{width}}  {status:<6}  {outcome.rows:>4}  "
                 f"{outcome.seconds:>7.1f}  {text}"
@@ -126,9 +128,11 @@ def report_command(
         )
     print_summary(report)
     typer.echo(f"wrote {report.index} ({time.perf_counter() - started:.0f} s)")
-    if report.failed:
-        names = ", ".join(o.name for o in report.failed)
+    problems = report.problems
+    if problems:
         typer.secho(
-            f"{len(report.failed)} analysis(es) failed: {names}", fg=typer.colors.RED, err=True
+            f"the report failed ({len(problems)} part(s) did not come out): " + "; ".join(problems),
+            fg=typer.colors.RED,
+            err=True,
         )
         raise typer.Exit(code=1)

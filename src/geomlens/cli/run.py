@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from geomlens.cli.data import first_rows, load_data
 from geomlens.cli.errors import (
@@ -29,7 +30,7 @@ from geomlens.cli.options import (
     SeedOption,
     TrustRemoteCodeOption,
 )
-from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
@@ -47,8 +48,6 @@ def list_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every option.")] = False,
 ) -> None:
     """List the registered analyses (built-ins and installed plugins)."""
-    import dataclasses
-
     from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
     from geomlens.report.plan import default_data_description
 
@@ -60,24 +59,57 @@ def list_command(
         typer.echo(f"{name}{alias_text}  {summary}")
         typer.echo(f"    default data: {default_data_description(cls)}")
         if verbose:
-            for field in dataclasses.fields(cls.Config):
-                # Mutable defaults ({} / []) live in default_factory, not default.
-                default = (
-                    field.default_factory()
-                    if field.default is dataclasses.MISSING
-                    and field.default_factory is not dataclasses.MISSING
-                    else field.default
-                )
-                limits = _declared_limits(field.metadata)
-                typer.echo(
-                    f"    {field.name} = {default!r}: {field.metadata.get('help', '')}{limits}"
-                )
+            for line in option_lines(cls):
+                typer.echo(f"    {line}")
     # A plugin that fails to import is listed with its error (and the listing exits 1), so a
     # user who installed it sees why it is missing instead of an unexplained absence.
     for plugin, error in sorted(ANALYSES.load_errors.items()):
         typer.secho(f"{plugin}  [plugin failed to load: {error}]", fg=typer.colors.YELLOW)
     if ANALYSES.load_errors:
         raise typer.Exit(code=1)
+
+
+def option_lines(cls: Any) -> list[str]:
+    """One line per option of analysis ``cls``: ``name = default: help [limits]``."""
+    import dataclasses
+
+    lines = []
+    for field in dataclasses.fields(cls.Config):
+        # Mutable defaults ({} / []) live in default_factory, not default.
+        default = (
+            field.default_factory()
+            if field.default is dataclasses.MISSING
+            and field.default_factory is not dataclasses.MISSING
+            else field.default
+        )
+        limits = _declared_limits(field.metadata)
+        lines.append(f"{field.name} = {default!r}: {field.metadata.get('help', '')}{limits}")
+    return lines
+
+
+class RunCommand(TyperCommand):
+    """``geomlens run``, whose ``--help`` after an analysis's name (``geomlens run resolution
+    --help``) also lists that analysis's options (given as ``--option KEY=VALUE``)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["geomlens_run_args"] = list(args)  # before --help, which stops the parsing
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        super().format_help(ctx, formatter)
+        named = [a for a in ctx.meta.get("geomlens_run_args", []) if not a.startswith("-")]
+        if not named:
+            return
+        from geomlens.analyses.registry import analysis_class
+
+        try:
+            cls = analysis_class(named[0])
+        except Exception as error:  # an unknown name: say so under the help, one line
+            typer.echo(f"\n{str(error).splitlines()[0]}")
+            return
+        typer.echo(f"\nOptions of {cls.name} (give each as --option KEY=VALUE):")
+        for line in option_lines(cls):
+            typer.echo(f"  {line}")
 
 
 def _declared_limits(metadata: Any) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import typer
 
 from geomlens.cli.errors import one_line_errors
-from geomlens.theory import abstraction, resolution, ssd
+from geomlens.theory import ssd  # numpy only; the others import scipy, when a command runs
 
 app = typer.Typer(
     help="Reference curves of the theory: tables, and figures with --plot.",
@@ -87,6 +87,8 @@ def pareto(
     The figure shows the universal front (Δ = 0), the front for --delta when Δ > 0, and
     Proposition 1's linear-decay curve on the circle.
     """
+    from geomlens.theory import resolution
+
     with _invalid_arguments_exit():
         front = resolution.pareto_front(num, delta=delta)
         regimes = resolution.regime(front.b)
@@ -136,6 +138,8 @@ def collapse(
     near n ~ 1/b, then falls). Rows are log-spaced in n and include every turning point of
     p_S^n, which are also listed per b.
     """
+    from geomlens.theory import resolution
+
     ball_measures = list(dict.fromkeys(b or [0.01, 0.05, 0.2, 0.5]))
     with _invalid_arguments_exit():
         profiles = {
@@ -213,6 +217,8 @@ def abstraction_command(
     α starts at α(Σ_x), rises to a near-perfect plateau whose height α_max grows toward 1 as
     κ shrinks, and settles at α_∞ = (1 − √(ν_x ν_y)) / (1 + √(ν_x ν_y)).
     """
+    from geomlens.theory import abstraction
+
     with _invalid_arguments_exit():
         terminal = abstraction.alpha_terminal(nu_x, nu_y)
         sigma_x = abstraction.two_factor_kernel([1.0, 1.0, 1.0, nu_x])
@@ -257,6 +263,8 @@ def _abstraction_time_span(
     the rise takes (F(1) − F(γκλ^x)) / rate (at least 1 / rate, for a large κ). α is flat
     before S rises and approaches α_∞ only slowly after SC does, hence the wide margins.
     """
+    from geomlens.theory import abstraction
+
     input_modes = np.array([1.0, nu_x])
     rates = abstraction.mode_rate(input_modes, [1.0, nu_y], gamma)
     distance = np.maximum(

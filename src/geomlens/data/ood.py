@@ -123,39 +123,56 @@ def feature_explosion_data(
     *,
     calibration_rows: int,
     heldout_rows: int,
-    ood_rows: int,
     max_tokens: int,
+    ood_rows: int | None = None,
     seed: int = 0,
 ) -> dict[str, list]:
-    """Token ids and a ``condition`` column for feature-explosion runs (docs/sae.md).
+    """Token ids, a ``condition`` column and a ``source_row`` column for feature-explosion runs
+    (docs/sae.md).
 
-    ``calibration`` and ``heldout``: disjoint parts of the bundled English corpus.
-    ``random_tokens`` and ``replaced_15pct``: made from the first ``ood_rows`` held-out rows
-    (same lengths, same special tokens). ``python_source``: standard-library code cut to the
-    same lengths (row i as long as held-out row i), so that no OOD score can tell the
-    conditions apart by length alone. Every row is truncated to ``max_tokens`` tokens by
+    ``calibration`` and ``heldout``: disjoint parts of the bundled English corpus. Every OOD set
+    is as long as the held-out set, row for row, so that the whole negative set of each AUROC is
+    length-matched and no score can tell the conditions apart by length alone:
+    ``random_tokens`` and ``replaced_15pct`` are made from the held-out rows themselves (row i
+    from held-out row i: same length, same special tokens), ``python_source`` is
+    standard-library code cut to the held-out lengths (row i as long as held-out row i).
+    ``source_row``: for a held-out row its own number, for a row made from one the number of
+    that held-out row (the pairs a paired comparison reads), −1 for the rest. ``ood_rows``, if
+    given, must equal ``heldout_rows``. Every row is truncated to ``max_tokens`` tokens by
     ``tokenizer`` (special tokens included).
     """
     from geomlens.data.corpus import corpus_split
+
+    if ood_rows is not None and ood_rows != heldout_rows:
+        raise ValueError(
+            f"ood_rows={ood_rows} differs from heldout_rows={heldout_rows}: every held-out row "
+            "is a negative of each OOD AUROC, so each OOD set is made from (or length-matched "
+            "to) all of them; leave ood_rows out or set it to heldout_rows."
+        )
 
     def encode(texts: list[str]) -> list[list[int]]:
         ids = tokenizer(texts, truncation=True, max_length=max_tokens)["input_ids"]
         return [list(map(int, row)) for row in ids]
 
     heldout = encode(corpus_split("heldout", heldout_rows))
-    source = heldout[:ood_rows]
     special = list(getattr(tokenizer, "all_special_ids", []) or [])
     vocab = len(tokenizer)
     conditions = {
         "calibration": encode(corpus_split("calibration", calibration_rows)),
         "heldout": heldout,
-        "random_tokens": random_token_rows(source, vocab, special_ids=special, seed=seed + 1),
-        "replaced_15pct": replace_tokens(source, 0.15, vocab, special_ids=special, seed=seed + 2),
-        "python_source": length_matched_source(tokenizer, [len(row) for row in source]),
+        "random_tokens": random_token_rows(heldout, vocab, special_ids=special, seed=seed + 1),
+        "replaced_15pct": replace_tokens(heldout, 0.15, vocab, special_ids=special, seed=seed + 2),
+        "python_source": length_matched_source(tokenizer, [len(row) for row in heldout]),
     }
+    paired = ("heldout", "random_tokens", "replaced_15pct")
     return {
         "token_ids": [row for part in conditions.values() for row in part],
         "condition": [name for name, part in conditions.items() for _ in part],
+        "source_row": [
+            i if name in paired else -1
+            for name, part in conditions.items()
+            for i in range(len(part))
+        ],
     }
 
 

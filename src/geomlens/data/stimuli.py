@@ -151,6 +151,41 @@ def years(
     return render(template_list or templates("years"), values, name="years")
 
 
+#: The default years of ``similarity`` and ``resolution`` (see :func:`default_years`).
+DEFAULT_YEARS = (1901, 2000)
+#: Seed of the first names given to the default years (a fixed draw: the same every run).
+NAMES_SEED = 20251201
+
+
+def default_years(
+    start: int = DEFAULT_YEARS[0],
+    stop: int = DEFAULT_YEARS[1],
+    template_list: Sequence[str] | None = None,
+) -> StimulusSet:
+    """Every year ``start..stop`` (default 1901–2000) in the three years templates (100 years
+    × 3 = 300 texts by default).
+
+    The default stimulus set of ``similarity`` and ``resolution``. Every year of the range, so
+    the distances include 1–9 years (the grid's first distance d₁ is 1 year) and every last
+    digit occurs equally often: two years share their last digit only at d = 10, 20, … and
+    every such pair is compared with its neighbours at d ± 1. One century, so every year is
+    written "19xx" (2000 aside) and no pair is alike because its century name recurs. The
+    first name of the ``{name}`` template is drawn at random per year (seed ``NAMES_SEED``),
+    not cycled with the year's index, so that sharing a name is not tied to the distance.
+    """
+    if stop <= start:
+        raise ValueError(f"default_years needs start < stop; got {start}, {stop}.")
+    values = list(range(start, stop + 1))
+    shipped = shipped_lines("names.txt")
+    draw = np.random.default_rng(NAMES_SEED).integers(len(shipped), size=len(values))
+    return render(
+        template_list or templates("years"),
+        values,
+        names=[shipped[int(k)] for k in draw],
+        name="years",
+    )
+
+
 def numbers(
     start: int = 0, stop: int = 100, step: int = 2, template_list: Sequence[str] | None = None
 ) -> StimulusSet:

@@ -196,6 +196,7 @@ def lm_loss_cost(
     batch_size: int = 8,
 ) -> dict[str, float]:
     """Next-token loss (nats per token) with and without the linearisation, on ``texts``
+    (with ``uniform_loss``, log V nats: a uniform guess over the ``vocab_size`` tokens)
     (default: 16 held-out paragraphs of the bundled corpus, disjoint from the calibration
     paragraphs that give the tangent's x₀)."""
     if mode not in LINEARISATION_MODES:
@@ -205,6 +206,7 @@ def lm_loss_cost(
     calibration = stdlib_paragraphs(calibration_texts) if mode == "tangent" else None
     data = Dataset(texts=texts)
     totals = {"base": [0.0, 0], "linearized": [0.0, 0]}
+    vocabulary = 0
     for start in range(0, len(texts), batch_size):
         index = np.arange(start, min(start + batch_size, len(texts)))
         inputs = adapter.encode(data, index, max_length=max_length)
@@ -216,6 +218,7 @@ def lm_loss_cost(
             raise ValueError("The LM loss needs token ids (a text model's inputs).")
         pairs = (mask[:, :-1] & mask[:, 1:]).to("cpu")
         for condition, logits in runs.items():
+            vocabulary = int(logits.shape[-1])
             losses = F.cross_entropy(
                 logits[:, :-1].transpose(1, 2).to(torch.float64).cpu(),
                 ids[:, 1:].cpu(),
@@ -231,4 +234,8 @@ def lm_loss_cost(
         "lm_loss_change": linearized - base,
         "tokens": float(totals["base"][1]),
         "texts": float(len(texts)),
+        # The reference every loss is read against: a uniform guess over the vocabulary,
+        # log V nats per token; a loss above it is a failed measurement, not a finding.
+        "vocab_size": float(vocabulary),
+        "uniform_loss": float(np.log(vocabulary)) if vocabulary > 1 else float("nan"),
     }

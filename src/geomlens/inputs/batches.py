@@ -20,14 +20,14 @@ import torch
 from geomlens.inputs.encoding import ModelInputs, PaddingSide
 from geomlens.inputs.positions import explain_index_error
 from geomlens.models.protocols import ModelAdapter
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE  # the loop's default
+from geomlens.run_defaults import DEFAULT_MAX_LENGTH
 
 if TYPE_CHECKING:
     from geomlens.data.dataset import Dataset
 
-#: Inputs per forward pass (``gl.run``, ``geomlens run`` and every loop here).
-DEFAULT_BATCH_SIZE = 32
-#: Tokens kept per input; ``None`` keeps every token (the model's own limit still applies).
-DEFAULT_MAX_LENGTH: int | None = None
+# Inputs per forward pass (``gl.run``, ``geomlens run`` and every loop here) and tokens kept
+# per input (None: every token, the model's own limit still applies): geomlens.run_defaults.
 
 
 class BatchRows(NamedTuple):

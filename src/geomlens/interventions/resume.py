@@ -31,6 +31,7 @@ import torch
 
 from geomlens.inputs.encoding import ModelInputs
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
+from geomlens.models.sites import HEAD_SITES
 
 
 def resume_site(layer: int) -> str:
@@ -69,7 +70,7 @@ def _can_resume(adapter: Adapter, sites: Sequence[str], layer: int) -> bool:
     if layer <= 0 or layer >= adapter.n_layers:
         return False
     for site in [*sites, *(site for site, _ in adapter.active_edits)]:
-        if site == LOGITS_SITE:
+        if site == LOGITS_SITE or site in HEAD_SITES:
             continue
         at = layer_of(site)
         if site.startswith("module:") or at is None or at < layer:

@@ -23,6 +23,7 @@ from geomlens.inputs.encoding import ModelInputs, PaddingSide, encode_texts, enc
 from geomlens.models.config_fields import POSITION_FIELDS, first_field
 from geomlens.models.sites import (  # noqa: F401  (also read from here: geomlens.models.adapter.EMBED_SITE)
     EMBED_SITE,
+    HEAD_SITES,
     LAYER_SITE_TEMPLATES,
     LOGITS_SITE,
     canonical_sites,
@@ -129,9 +130,18 @@ class Adapter(ABC):
     def tokenizer(self) -> Any:
         return None
 
+    @property
+    def makes_head_sites(self) -> bool:
+        """Whether this adapter makes the reductions of the logits inside the pass
+        (``geomlens.models.sites.HEAD_SITES``: next-token log-probabilities, the last token's
+        logits) wherever it offers ``logits``."""
+        return False
+
     def resolve_site(self, site: str) -> str:
         """Check a site name; raise :class:`UnknownSiteError` naming the nearest valid one."""
         valid = self.sites()
+        if site in HEAD_SITES and self.makes_head_sites and LOGITS_SITE in valid:
+            return site  # a reduction of the logits, made inside the pass
         if site not in valid:
             reason = self.refused_sites().get(site)
             if reason:

@@ -13,11 +13,11 @@ from safetensors import SafetensorError
 
 from geomlens.models.adapter import Adapter
 from geomlens.models.embedded_lms import embedded_lm, resolve_embedded
+from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 
 BACKENDS = ("transformer-lens", "nnsight")
-#: The backend ``load`` (and every CLI command) uses unless told otherwise.
-DEFAULT_BACKEND = "nnsight"
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The backend ``load`` (and every CLI command) uses unless told otherwise, and the model of a
+# bare ``load()``: geomlens.run_defaults.
 #: Names under which the bundled MiniLM is known; they resolve to the package's folder offline.
 BUNDLED_MINILM_NAMES = (
     "all-MiniLM-L6-v2",

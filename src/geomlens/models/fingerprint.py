@@ -5,21 +5,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 import torch
 
 
 def _weight_tensors(adapter: Any) -> list[tuple[str, torch.Tensor]]:
-    """The tensors a run's numbers come from: the model's parameters and buffers, or the
-    recorded activations of a model-less adapter."""
+    """The tensors a run's numbers come from: the model's parameters and buffers (each storage
+    once, however many modules share it), or the recorded activations of a model-less adapter."""
     recorded = getattr(adapter, "recorded_arrays", None)
     if recorded is not None:
         return sorted(recorded.items())
-    model = getattr(adapter, "model", None)
+    # A TransformerLens bridge adds tensors it derives from the model's own (GPT-2's split
+    # q/k/v, a zero LM-head bias): the Hugging Face module it was built from, kept untouched
+    # beside it, is what nnsight traces too.
+    model = getattr(adapter, "reference_module", None) or getattr(adapter, "model", None)
     if not isinstance(model, torch.nn.Module):
         return []
-    return [*model.named_parameters(), *model.named_buffers()]
+    seen: set[tuple[int, int, tuple[int, ...]]] = set()
+    tensors = []
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor is None:
+            continue
+        key = (tensor.data_ptr(), int(tensor.storage_offset()), tuple(tensor.shape))
+        if tensor.is_meta or key not in seen:
+            seen.add(key)
+            tensors.append((name, tensor))
+    return tensors
 
 
 def weights_fingerprint(adapter: Any) -> str:
@@ -29,12 +42,19 @@ def weights_fingerprint(adapter: Any) -> str:
     retrained into the same folder would otherwise resume with rows of both. Per tensor, four
     float64 sums computed where it lives (its sum, its squared norm, and sums weighted by row
     and by column number, so a permutation of rows or columns changes it too), read back once.
+
+    The same weights give the same fingerprint on every backend: a model's tensors are taken
+    without their names (a TransformerLens bridge renames the modules nnsight traces under
+    their Hugging Face names) as a sorted multiset of (shape, dtype, sums), each storage once.
+    Recorded activations keep their site names (they are what the names say).
     """
+    named = getattr(adapter, "recorded_arrays", None) is not None
     described: list[Any] = []
     sums: list[torch.Tensor] = []
     for name, tensor in _weight_tensors(adapter):
-        described.append([name, list(tensor.shape), str(tensor.dtype)])
+        described.append([name if named else "", list(tensor.shape), str(tensor.dtype)])
         if tensor.is_meta or tensor.numel() == 0:
+            sums.append(torch.full((4,), math.nan, dtype=torch.float64))
             continue
         values = tensor.detach()
         if values.is_complex():
@@ -54,6 +74,10 @@ def weights_fingerprint(adapter: Any) -> str:
                 ]
             ).cpu()
         )
-    numbers = torch.cat(sums).tolist() if sums else []
-    text = json.dumps([described, [float.hex(x) for x in numbers]])
+    numbers = torch.stack(sums).tolist() if sums else []
+    entries = sorted(
+        json.dumps([entry, [float.hex(x) for x in values]])
+        for entry, values in zip(described, numbers)
+    )
+    text = json.dumps(entries)
     return hashlib.sha256(text.encode()).hexdigest()[:20]

@@ -58,6 +58,7 @@ from geomlens.models.module_sites import (
     with_first_tensor,
 )
 from geomlens.models.multimodal import language_model_of
+from geomlens.models.next_token import head_sites, post_head
 from geomlens.models.nnsight_twin import (
     join_path,
     path_in,
@@ -65,6 +66,7 @@ from geomlens.models.nnsight_twin import (
     traceable,
     transformers_hooks,
 )
+from geomlens.models.sites import HEAD_SITES
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
 
@@ -237,6 +239,10 @@ class NNsightAdapter(Adapter):
         return refused
 
     @property
+    def makes_head_sites(self) -> bool:
+        return True
+
+    @property
     def has_lm_head(self) -> bool:
         """Whether the model maps the residual stream to vocabulary logits (``logits`` site)."""
         get = getattr(self._module, "get_output_embeddings", None)
@@ -400,6 +406,8 @@ class NNsightAdapter(Adapter):
         wanted = [self.resolve_site(site) for site in dict.fromkeys(sites)]
         if not wanted:
             return {}
+        if any(site in HEAD_SITES for site in wanted):
+            return self._capture_scored(inputs, wanted)
         order = self._forward_order
         if any(map(is_module_site, [*wanted, *(site for site, _ in self.active_edits)])):
             return self._capture_in_execution_order(inputs, wanted)
@@ -414,6 +422,46 @@ class NNsightAdapter(Adapter):
             self._visit(tracer, plan, wanted_set, edits, captured)
             tracer.stop()  # nothing after the last site is needed (e.g. the LM head)
         return _per_example_rows(inputs, {site: captured[site] for site in wanted})
+
+    def _capture_scored(self, inputs: ModelInputs, wanted: list[str]) -> dict[str, torch.Tensor]:
+        """A capture with :data:`~geomlens.models.sites.HEAD_SITES`: the LM head's input read in
+        the pass and reduced chunk by chunk (:func:`~geomlens.models.next_token.head_sites`), the
+        pass stopped before the head makes [B, T, vocab]. From the full logits instead when they
+        are in the pass anyway (asked for, edited) or other sites need the execution order."""
+        reduced = [site for site in wanted if site in HEAD_SITES]
+        others = [site for site in wanted if site not in HEAD_SITES]
+        edit_sites = [site for site, _ in self.active_edits]
+        if (
+            LOGITS_SITE in others
+            or LOGITS_SITE in edit_sites
+            or any(map(is_module_site, [*others, *edit_sites]))
+        ):
+            full = self.capture(inputs, list(dict.fromkeys([*others, LOGITS_SITE])))
+            logits = full[LOGITS_SITE] if LOGITS_SITE in others else full.pop(LOGITS_SITE)
+            full.update(
+                head_sites(lambda x: x, logits, inputs.input_ids, inputs.attention_mask, reduced)
+            )
+            return {site: full[site] for site in wanted}
+        head = cast("torch.nn.Module", self._module.get_output_embeddings())  # type: ignore[operator]
+        head_path = next(name for name, module in self._module.named_modules() if module is head)
+        after = post_head(self.config)
+
+        def apply_head(hidden: torch.Tensor) -> torch.Tensor:
+            logits = type(head).forward(head, hidden)  # the module's own forward, not traced
+            return after(logits) if after is not None else logits
+
+        edits = list(self.active_edits)
+        plan = self._plan([*others, *(site for site, _ in edits)])
+        kwargs = self._forward_kwargs(inputs)
+        captured: dict[str, torch.Tensor] = {}
+        with eval_mode(self._module), torch.no_grad(), self._envoy.trace(**kwargs) as tracer:
+            self._visit(tracer, plan, set(others), edits, captured)
+            hidden = self._envoy_at(head_path).input
+            captured.update(
+                head_sites(apply_head, hidden, inputs.input_ids, inputs.attention_mask, reduced)
+            )
+            tracer.stop()  # the head's [B, T, vocab] is never made
+        return {site: captured[site] for site in wanted}
 
     # -- module-path sites ---------------------------------------------------------------------
     def _location_of(self, site: str) -> _Location:

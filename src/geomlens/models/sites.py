@@ -22,6 +22,16 @@ EMBED_SITE = "hook_embed"
 #: The model's output logits [B, T, vocab]: offered (last in forward order) only by models with
 #: an LM head; what the model's own forward returns as ``logits``.
 LOGITS_SITE = "logits"
+#: Each token's log-probability of the token after it, ``[B, T]`` float64, scored from the LM
+#: head chunk by chunk inside the pass (the ``[B, T, vocab]`` logits never exist at once); 0
+#: where there is no real next token. Accepted wherever ``logits`` is offered, not listed among
+#: the sites (it is a reduction of one, see :mod:`geomlens.models.next_token`).
+NEXT_TOKEN_SITE = "logits.next_token_logprob"
+#: The logits at each input's last real token, ``[B, vocab]`` (a next-token choice), made from
+#: the LM head's input at that token alone; accepted and not listed, like ``NEXT_TOKEN_SITE``.
+LAST_LOGITS_SITE = "logits.last"
+#: The reductions of the logits the adapters score inside the pass.
+HEAD_SITES = (NEXT_TOKEN_SITE, LAST_LOGITS_SITE)
 
 
 def canonical_sites(n_layers: int) -> list[str]:

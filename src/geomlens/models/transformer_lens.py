@@ -22,8 +22,9 @@ module's blocks with bridge wrappers in place and renames its state-dict keys (T
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,9 @@ from geomlens.models.adapter import (
 )
 from geomlens.models.architectures import MOE_REASON
 from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
+from geomlens.models.config_kinds import is_decoder
+from geomlens.models.next_token import head_sites, post_head
+from geomlens.models.sites import HEAD_SITES
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
 #: definition (module docstring): the hook to read instead, keyed by the bridge's architecture
@@ -92,6 +96,10 @@ REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
         "(do_layer_norm_before=False, as OPT-350m)",
     ),
 }
+
+
+def _identity(logits: torch.Tensor) -> torch.Tensor:
+    return logits
 
 
 class _StopForward(Exception):
@@ -238,8 +246,21 @@ class TransformerLensAdapter(Adapter):
         return first_field(self.model.cfg, POSITION_FIELDS)
 
     @property
+    def hf_config(self) -> Any:
+        """The bridged model's Hugging Face config (None for a HookedTransformer)."""
+        if not self.is_bridge:
+            return None
+        return getattr(getattr(self.model, "original_model", None), "config", None)
+
+    @property
     def is_causal_lm(self) -> bool:
-        return True  # HookedTransformer and bridged models with logits are causal LMs
+        """Decided from the model's config as on every backend (an encoder bridged through
+        TransformerLens is not a causal LM though its bridge offers logits); a
+        HookedTransformer is a causal LM."""
+        if not self.is_bridge:
+            return True
+        config = self.hf_config
+        return config is not None and is_decoder(config)
 
     def transformer_blocks(self) -> torch.nn.Module | None:
         # A TransformerBridge wraps Hugging Face blocks; a HookedTransformer's are its own.
@@ -308,6 +329,10 @@ class TransformerLensAdapter(Adapter):
         return refused
 
     @property
+    def makes_head_sites(self) -> bool:
+        return True
+
+    @property
     def has_lm_head(self) -> bool:
         """Whether the forward pass ends in vocabulary logits (the ``logits`` site): always for a
         HookedTransformer, for a bridge when it kept its ``unembed`` (a bridged bare base model
@@ -350,8 +375,13 @@ class TransformerLensAdapter(Adapter):
                 self.resolve_site(site)  # raises, naming the nearest valid site
         if not sites:
             return {}
-        wants_logits = LOGITS_SITE in sites
-        hooked_sites = [site for site in sites if site != LOGITS_SITE]
+        reduced = [site for site in sites if site in HEAD_SITES]
+        logits_edited = any(site == LOGITS_SITE for site, _ in self.active_edits)
+        # Made from the head's input unless the full logits are in the pass anyway (asked for,
+        # or edited): then from those, by the same functions.
+        from_head = bool(reduced) and LOGITS_SITE not in sites and not logits_edited
+        wants_logits = LOGITS_SITE in sites or (bool(reduced) and not from_head)
+        hooked_sites = [site for site in sites if site != LOGITS_SITE and site not in HEAD_SITES]
         taps: dict[int, _Tap] = {}
         for site, edit in self.active_edits:
             if site == LOGITS_SITE:
@@ -373,7 +403,7 @@ class TransformerLensAdapter(Adapter):
                     # A copy: a later edit may change this tensor in place.
                     captured[site] = activation.detach().clone()
                 pending.discard(key)
-                if not pending and not wants_logits:
+                if not pending and not wants_logits and not from_head:
                     raise _StopForward
                 return activation
 
@@ -383,19 +413,36 @@ class TransformerLensAdapter(Adapter):
         inputs = inputs.to(self.device)
         # The bridge's module tree does not reach the wrapped HF model's own top-level modules.
         wrapped = getattr(self.model, "original_model", None)
+        head_hook = (
+            self._scoring_head_hook(inputs, reduced, captured)
+            if from_head
+            else contextlib.nullcontext()
+        )
         with eval_mode(self.model, *([wrapped] if wrapped is not None else [])), torch.no_grad():
             try:
-                with _hooks_added(hooks):
-                    logits = self._forward(inputs, wants_logits)
+                with _hooks_added(hooks), head_hook:
+                    # A HookedTransformer asked for no logits returns before its unembed.
+                    logits = self._forward(inputs, wants_logits or from_head)
             except _StopForward:
                 pass
             else:
+                if from_head:
+                    raise RuntimeError(
+                        f"The forward pass of {self.model_id!r} never called its unembedding "
+                        "module, so the next-token scores could not be made from its input."
+                    )
                 if wants_logits:
                     assert logits is not None  # the pass was asked for its logits
                     for site, edit in self.active_edits:
                         if site == LOGITS_SITE:
                             logits = checked_edit(edit, logits, site)
-                    captured[LOGITS_SITE] = logits.detach().clone()
+                    captured.update(
+                        head_sites(
+                            _identity, logits, inputs.input_ids, inputs.attention_mask, reduced
+                        )
+                    )
+                    if LOGITS_SITE in sites:
+                        captured[LOGITS_SITE] = logits.detach().clone()
         missing = [site for site in sites if site not in captured]
         if missing:
             raise RuntimeError(
@@ -403,6 +450,37 @@ class TransformerLensAdapter(Adapter):
                 "their hooks did not fire."
             )
         return {site: captured[site] for site in sites}
+
+    def _scoring_head_hook(
+        self, inputs: ModelInputs, reduced: list[str], captured: dict[str, torch.Tensor]
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A pre-hook on the unembedding that makes the ``reduced`` sites from its input
+        (:func:`~geomlens.models.next_token.head_sites`, chunk by chunk) and ends the pass
+        there: the [B, T, vocab] logits are never made."""
+        head = self.model.unembed
+        config = self.model.cfg
+        wrapped = getattr(self.model, "original_model", None)
+        after = post_head(getattr(wrapped, "config", None) if wrapped is not None else config)
+
+        def apply_head(hidden: torch.Tensor) -> torch.Tensor:
+            logits = type(head).forward(head, hidden)  # its hooks (this one) not run again
+            return after(logits) if after is not None else logits
+
+        def score(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+            captured.update(
+                head_sites(apply_head, args[0], inputs.input_ids, inputs.attention_mask, reduced)
+            )
+            raise _StopForward
+
+        @contextlib.contextmanager
+        def installed() -> Iterator[None]:
+            handle = head.register_forward_pre_hook(score)
+            try:
+                yield
+            finally:
+                handle.remove()
+
+        return installed()
 
     def _forward(self, inputs: ModelInputs, logits: bool = False) -> torch.Tensor | None:
         mask = inputs.attention_mask.long()

@@ -188,7 +188,7 @@ class CausalLMSection:
 
     @property
     def failed(self) -> list[Any]:
-        return [o for o in self.outcomes if o.error is not None]
+        return [o for o in self.outcomes if o.error is not None or o.figure_error]
 
     def claims(self) -> dict[str, str]:
         return {spec.name: spec.claim for spec in CAUSAL_LM_ANALYSES}

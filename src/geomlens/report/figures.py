@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from geomlens.analyses.guards import AT_CHANCE, at_chance
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.report.readings import layer_label, number, per_site
 from geomlens.results import Result
@@ -34,6 +35,8 @@ class TheoryFigure:
     title: str
     file: str
     reading: list[str]
+    #: Why the figure could not be drawn (a failure of the report), or None.
+    error: str | None = None
 
 
 def save_figure(figure, path: Path) -> Path:
@@ -51,10 +54,16 @@ def analysis_figure(analysis: type[Analysis], result: Result, path: Path) -> Pat
     """Draw ``result`` through its analysis's ``plot``; None when the analysis has no plot.
 
     The result is first put through a JSON round trip, so the figure shows only what a reader
-    of the saved JSON could draw too.
+    of the saved JSON could draw too; a figure with nothing drawn raises
+    :class:`~geomlens.analyses.plotting.FigureNotDrawn` (the same path as the contract check
+    ``plot-from-json``).
     """
+    from geomlens.analyses.plotting import has_plot, plot_from_json
+
+    if not has_plot(analysis):
+        return None
     try:
-        figure = analysis.plot(Result.from_json(result.to_json()))
+        figure = plot_from_json(analysis, result)
     except NotImplementedError:
         return None
     return save_figure(figure, path)
@@ -120,16 +129,30 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     axes.plot([], [], " ", label=resolution.N2_MEANING)
     axes.legend(fontsize=7, loc="lower left")
     save_figure(figure, path)
-    if sites:
+    intro = (
+        "Each dot is one site of the model: its similarity and identification accuracies "
+        "measured on the stimuli. The black curve is what an all-or-nothing similarity "
+        "reaches when every stimulus has a neighbourhood of the same size b (the fraction "
+        "of stimuli it treats as alike); Δ is a floor of similarity between unlike stimuli. "
+        "Graded similarities can do better: the dashed curve is linear decay on a circle. "
+        "n = 2: each test trial offers two candidates (chance is 1/2)."
+    )
+    chance = at_chance(0.5)
+    if sites and all(
+        chance(source, f"{sites[-1]}.{n}") for n in ("p_similarity", "p_identification")
+    ):
+        last = sites[-1]
+        words = [
+            intro,
+            f"The last site, {layer_label(last)}, is at chance on both tests (p_S "
+            f"{number(p_s[last])}, p_I {number(p_i[last])}, each 95 % interval containing 1/2): "
+            f"{AT_CHANCE}. Its place on the front and a regime are not read.",
+        ]
+    elif sites:
         last = sites[-1]
         position = resolution.nearest_on_front(p_s[last], p_i[last], front)
         words = [
-            "Each dot is one site of the model: its similarity and identification accuracies "
-            "measured on the stimuli. The black curve is what an all-or-nothing similarity "
-            "reaches when every stimulus has a neighbourhood of the same size b (the fraction "
-            "of stimuli it treats as alike); Δ is a floor of similarity between unlike stimuli. "
-            "Graded similarities can do better: the dashed curve is linear decay on a circle. "
-            "n = 2: each test trial offers two candidates (chance is 1/2).",
+            intro,
             f"The last site, {layer_label(last)}, is nearest to the front's point with "
             f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
             f"part of the front), at distance {number(float(position.distance))}.",
@@ -249,6 +272,13 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
     return TheoryFigure("Sparse semantic dimension bound", path.name, words)
 
 
+#: The theory figures' titles by file, for the page when one could not be drawn.
+THEORY_TITLES = {
+    "theory-resolution.png": "Semantic resolution against the universal front",
+    "theory-abstraction.png": "Abstraction against the depth law",
+    "theory-ssd.png": "Sparse semantic dimension bound",
+}
+
 THEORY_FIGURES: tuple[tuple[str, Callable[[dict[str, Result], Path], TheoryFigure | None]], ...] = (
     ("theory-resolution.png", pareto_with_model),
     ("theory-abstraction.png", abstraction_with_depth_law),
@@ -257,10 +287,16 @@ THEORY_FIGURES: tuple[tuple[str, Callable[[dict[str, Result], Path], TheoryFigur
 
 
 def theory_figures(results: dict[str, Result], folder: Path) -> list[TheoryFigure]:
-    """Every theory figure the results allow, saved in ``folder``."""
+    """Every theory figure the results allow, saved in ``folder``; one that fails to draw is
+    kept with its ``error`` (the page shows it, and the report fails)."""
     drawn = []
     for file, draw in THEORY_FIGURES:
-        figure = draw(results, folder / file)
+        try:
+            figure = draw(results, folder / file)
+        except Exception as error:  # shown on the page and failing the report, not lost
+            title = THEORY_TITLES.get(file, file)
+            drawn.append(TheoryFigure(title, file, [], error=f"{type(error).__name__}: {error}"))
+            continue
         if figure is not None:
             drawn.append(figure)
     return drawn

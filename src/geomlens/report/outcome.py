@@ -12,11 +12,13 @@ from geomlens.results import Result
 
 @dataclass
 class Outcome:
-    """One analysis in the report: its result, or the error that stopped it."""
+    """One analysis in the report: its result, or the error that stopped it; ``figure_error``:
+    why its figure could not be drawn (the numbers stand, but the report has failed)."""
 
     name: str
     result: Result | None = None
     error: str | None = None
+    figure_error: str | None = None
     pass_index: int | None = None
     rows: int = 0
     full_rows: int = 0
@@ -38,11 +40,30 @@ class Report:
     def results(self) -> dict[str, Result]:
         return {o.name: o.result for o in self.outcomes if o.result is not None}
 
+    #: Theory figures that could not be drawn: (title, error), the section's included.
+    theory_errors: list[tuple[str, str]] = field(default_factory=list)
+
     @property
     def failed(self) -> list[Outcome]:
-        """Analyses that raised: the main model's, then the causal-LM section's."""
+        """Analyses that raised or whose figure could not be drawn: the main model's, then the
+        causal-LM section's."""
         section = self.causal_lm.failed if self.causal_lm is not None else []
-        return [o for o in self.outcomes if o.error is not None] + section
+        return [o for o in self.outcomes if o.error is not None or o.figure_error] + section
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything that failed, one line each: an analysis, a figure, a theory figure. A
+        report with any is a failed report (the command exits non-zero)."""
+        lines = []
+        for outcome in self.failed:
+            if outcome.error is not None:
+                lines.append(f"{outcome.name}: {outcome.error}")
+            if outcome.figure_error:
+                lines.append(
+                    f"{outcome.name}: its figure could not be drawn ({outcome.figure_error})"
+                )
+        lines += [f"theory figure {title!r}: {error}" for title, error in self.theory_errors]
+        return lines
 
     @property
     def index(self) -> Path:

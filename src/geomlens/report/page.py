@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.registry import analysis_class
+from geomlens.analyses.spec import specs_by_name
 from geomlens.formatting import (
     duration,
     layer_label,
@@ -20,6 +21,7 @@ from geomlens.formatting import (
     metric_unit,
     metric_value,
     number,
+    split_metric,
 )
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
@@ -63,6 +65,7 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
         "summary": "",
         "cost": duration(outcome.seconds),
         "cost_detail": "",
+        "status": "failed" if outcome.error else "ok",
     }
     if outcome.result is None:
         return section
@@ -74,8 +77,10 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
     try:
         drawn = figures.analysis_figure(cls, result, folder / f"{outcome.name}.png")
         section["figure"] = prefix + drawn.name if drawn is not None else None
-    except Exception as error:  # a broken plot must not lose the numbers
+    except Exception as error:  # a broken plot must not lose the numbers, nor pass as "ok"
         section["figure_error"] = f"{type(error).__name__}: {error}"
+        outcome.figure_error = section["figure_error"]
+        section["status"] = "figure failed"
     section["reading"] = readings.read(result, cls)
     section["summary"] = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     section["headline"] = readings.headline(result)
@@ -86,6 +91,24 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
     ]
     section["cost_detail"] = cost_detail(result.provenance or {})
     return section
+
+
+def cell_text(result: Any, key: str) -> str:
+    """A headline cell: the number (its unit is in the column's header), or, when a guard of
+    its metric spec refuses it, the guard's words instead (never the number as a finding)."""
+    sites = readings.result_sites(result)
+    spec = specs_by_name(getattr(analysis_or_none(result), "metric_specs", ())).get(
+        split_metric(key, sites)[1]
+    )
+    refused = spec.blocked(result, key) if spec is not None else None
+    return refused if refused is not None else number(result.metrics[key], 3)
+
+
+def analysis_or_none(result: Any) -> Any:
+    """The class of the analysis that wrote ``result``, or None when it is not installed."""
+    from geomlens.analyses.registry import ANALYSES
+
+    return ANALYSES.get_registered(result.analysis) if result.analysis in ANALYSES else None
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:
@@ -103,7 +126,7 @@ def headline_table(result: Any) -> dict[str, Any] | None:
     rows = []
     for site in sites:
         cells = [
-            {"name": name, "text": number(result.metrics[f"{site}.{name}"], 3)}
+            {"name": name, "text": cell_text(result, f"{site}.{name}")}
             if f"{site}.{name}" in result.metrics
             else {"name": name, "text": ""}
             for name in names
@@ -181,6 +204,11 @@ def write_report(report: Report) -> None:
     sections = [_section(outcome, folder) for outcome in report.outcomes]
     theory = figures.theory_figures(report.results, folder)
     causal_lm = _causal_lm_part(report.causal_lm, folder) if report.causal_lm else None
+    report.theory_errors = [(f.title, f.error) for f in theory if f.error] + [
+        (f"{f.title} ({report.causal_lm.model})", f.error)
+        for f in (causal_lm or {}).get("theory", [])
+        if f.error and report.causal_lm is not None
+    ]
     report.provenance.setdefault("phase_seconds", {})["drawing"] = round(
         time.perf_counter() - drawing_started, 2
     )
@@ -188,6 +216,8 @@ def write_report(report: Report) -> None:
         "provenance": report.provenance,
         "results": {name: result.to_dict() for name, result in report.results.items()},
         "errors": {o.name: o.error for o in report.outcomes if o.error is not None},
+        "figure_errors": {o.name: o.figure_error for o in report.outcomes if o.figure_error},
+        "status": "failed" if report.problems else "ok",
     }
     if report.causal_lm is not None:
         section = report.causal_lm
@@ -195,7 +225,8 @@ def write_report(report: Report) -> None:
             "model": section.model,
             "unavailable": section.unavailable,
             "results": {name: result.to_dict() for name, result in section.results.items()},
-            "errors": {o.name: o.error for o in section.failed},
+            "errors": {o.name: o.error for o in section.failed if o.error is not None},
+            "figure_errors": {o.name: o.figure_error for o in section.failed if o.figure_error},
         }
     atomic_write_text(folder / "results.json", json.dumps(everything, indent=2, default=str) + "\n")
     page = (
@@ -211,6 +242,7 @@ def write_report(report: Report) -> None:
             passes=report.provenance["passes"],
             run_seconds=duration(report.provenance["run_seconds"]),
             started=report.provenance["started_utc"],
+            problems=report.problems,
         )
     )
     atomic_write_text(folder / "index.html", page)

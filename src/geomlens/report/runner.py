@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from geomlens.analyses.registry import analysis_class, builtin_analyses
-from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 from geomlens.progress import phase, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
@@ -37,6 +36,7 @@ from geomlens.report.plan import (
     planned_name,
 )
 from geomlens.results import Result
+from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
 #: A report runs with the same defaults as ``gl.run`` and ``geomlens run``, so its numbers match.
 REPORT_BATCH_SIZE = DEFAULT_BATCH_SIZE

@@ -33,6 +33,7 @@ from geomlens.inputs.content_tokens import select_tokens, special_token_ids
 from geomlens.inputs.positions import max_positions
 from geomlens.models.adapter import Adapter
 from geomlens.models.fingerprint import weights_fingerprint
+from geomlens.progress import Count, counting
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig, default_training
 from geomlens.sae.loading import read_sae_folder
@@ -172,6 +173,17 @@ def train_sae(
     site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
     config = config or default_training(adapter.is_causal_lm)[0]
     torch.manual_seed(config.seed)
+    with counting(
+        "activations read and trained on", config.tokens * config.passes, "tokens"
+    ) as count:
+        return _train(adapter, site, data, config, count)
+
+
+def _train(
+    adapter: Adapter, site: str, data: Any, config: TrainingConfig, count: Count
+) -> StandardTrainingSAE:
+    """:func:`train_sae`'s work; ``count`` gets every batch handed to the trainer (progress
+    lines report it against the target, with an ETA from the average rate)."""
     batches = training_batches(adapter, site, data, config)
     # The batches sae-lens estimates its norm scaling factor from (and the decoder bias's start).
     norm_batches = max(1, min(8, config.tokens // config.batch_tokens))
@@ -179,8 +191,12 @@ def train_sae(
     d_in = int(head[0].shape[-1])
 
     def provider() -> Iterator[torch.Tensor]:
-        yield from head
-        yield from batches
+        for batch in head:
+            count.add(len(batch))
+            yield batch
+        for batch in batches:
+            count.add(len(batch))
+            yield batch
 
     steps = config.tokens * config.passes // config.batch_tokens
     sae = StandardTrainingSAE(
@@ -239,9 +255,13 @@ def _start_decoder_bias_at_mean(trainer: SAETrainer, sample: torch.Tensor) -> No
 
 class _StepTrainer(SAETrainer):
     """sae-lens's trainer with its bar moved every step (sae-lens moves it every 100 steps, so
-    a short run sat at 0 % and stopped short of 100 %), capped at the bar's total."""
+    a short run sat at 0 % and stopped short of 100 %), capped at the bar's total, its ETA from
+    the average rate."""
 
     def _update_pbar(self, step_output: Any, pbar: Any, update_interval: int = 100) -> None:
+        # Its ETA from the average rate since the start: batches come in bursts (a chunk of
+        # texts through the model, then many steps), so tqdm's smoothed rate swung by minutes.
+        pbar.smoothing = 0
         if self.n_training_steps % update_interval == 0:  # the losses, as often as sae-lens
             super()._update_pbar(step_output, _NoAdvance(pbar), update_interval)
         pbar.update(min(self.cfg.train_batch_size_samples, pbar.total - pbar.n))

@@ -13,6 +13,7 @@ from geomlens.engine import stream
 from geomlens.models.recorded import RecordedAdapter
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
+from geomlens.theory.finite_sets import evaluate
 
 SITE = "blocks.0.hook_resid_post"
 LINE = np.arange(0.0, 101.0, 2.0)  # 51 stimuli on a line, 2 apart
@@ -134,7 +135,7 @@ def test_distinct_draws_are_used_and_recorded():
     distinct = _run(codes, coordinates, bootstrap=0, draws="distinct")
     assert distinct.config["draws"] == "distinct"
     distances = np.abs(np.subtract.outer(coordinates, coordinates))
-    expected = theory.evaluate(distances, (distances < 50).astype(float), draws="distinct")
+    expected = evaluate(distances, (distances < 50).astype(float), draws="distinct")
     assert distinct[f"{SITE}.p_identification"] == pytest.approx(expected.p_i)
     assert distinct[f"{SITE}.p_identification"] != pytest.approx(
         independent[f"{SITE}.p_identification"]

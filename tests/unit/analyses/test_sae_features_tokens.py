@@ -85,16 +85,19 @@ def test_k_is_reported_with_and_without_the_sink():
     assert unflagged[f"{SITE}.mean_k_content.heldout"] == unflagged[f"{SITE}.mean_k_all.heldout"]
 
 
-def test_every_auroc_has_a_bootstrap_interval():
-    m = run(bootstrap=500).metrics
+def test_every_auroc_has_a_score_interval():
+    m = run().metrics
     for way in ("all", "content"):
         low, high = m[f"{SITE}.auroc_{way}_ci_low.noisy"], m[f"{SITE}.auroc_{way}_ci_high.noisy"]
         assert low <= m[f"{SITE}.auroc_{way}.noisy"] <= high
-    # Content k separates perfectly (every resample gives 1); all-token mean k does too here.
-    assert m[f"{SITE}.auroc_content_ci_low.noisy"] == 1.0
+    # Content k separates perfectly: the score interval still reaches below 1 (a percentile
+    # bootstrap gave [1, 1]), 3 rows a side leaving much room.
+    assert m[f"{SITE}.auroc_content.noisy"] == 1.0
+    assert m[f"{SITE}.auroc_content_ci_low.noisy"] < 0.9
+    assert m[f"{SITE}.auroc_content_ci_high.noisy"] == 1.0
     # Overlapping planted scores give a proper interval, not a point.
     rows = ROWS[:5] + [[SINK, token(0), token(1), token(2)], *ROWS[6:]]  # ties held-out
-    m = run(rows=rows, bootstrap=500).metrics
+    m = run(rows=rows).metrics
     assert m[f"{SITE}.auroc_content_ci_low.noisy"] < m[f"{SITE}.auroc_content.noisy"]
 
 

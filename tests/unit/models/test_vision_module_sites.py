@@ -16,7 +16,7 @@ import geomlens as gl
 from geomlens.data.dataset import Dataset
 from geomlens.inputs.encoding import encode_token_ids
 from geomlens.models.adapter import count_torch_hooks
-from geomlens.theory import resolution as theory
+from geomlens.theory.finite_sets import evaluate
 
 # Registration order puts downsample after relu1/relu2; the model runs it first.
 SITES = ["module:layer2.0.relu2", "module:layer2.0.downsample", "module:layer2.0.relu1"]
@@ -162,7 +162,7 @@ def test_similarity_and_resolution_on_module_sites_match_a_direct_computation(re
     np.testing.assert_allclose(measured, expected, atol=1e-6)
 
     distances = np.abs(stimuli[:, None] - stimuli[None, :]).astype(float)
-    p_s, p_i = theory.evaluate(distances, np.clip(expected, 0, None), 2)
+    p_s, p_i = evaluate(distances, np.clip(expected, 0, None), 2)
     metrics = results["resolution"].metrics
     assert metrics[f"{site}.p_similarity"] == pytest.approx(p_s, abs=1e-6)
     assert metrics[f"{site}.p_identification"] == pytest.approx(p_i, abs=1e-6)

@@ -60,18 +60,16 @@ def test_python_source_is_code_without_docstrings():
 
 def test_feature_explosion_data_on_minilm_tokens():
     tokenizer = gl.load().tokenizer
-    data = feature_explosion_data(
-        tokenizer, calibration_rows=6, heldout_rows=5, ood_rows=3, max_tokens=24
-    )
+    data = feature_explosion_data(tokenizer, calibration_rows=6, heldout_rows=5, max_tokens=24)
     conditions = np.array(data["condition"])
     counts = {c: int((conditions == c).sum()) for c in dict.fromkeys(data["condition"])}
     assert counts == {
-        "calibration": 6, "heldout": 5, "random_tokens": 3, "replaced_15pct": 3, "python_source": 3
+        "calibration": 6, "heldout": 5, "random_tokens": 5, "replaced_15pct": 5, "python_source": 5
     }  # fmt: skip
     rows = data["token_ids"]
     heldout = [r for r, c in zip(rows, conditions) if c == "heldout"]
     randoms = [r for r, c in zip(rows, conditions) if c == "random_tokens"]
-    assert [len(r) for r in randoms] == [len(r) for r in heldout[:3]]
+    assert [len(r) for r in randoms] == [len(r) for r in heldout]
     assert all(r[0] == tokenizer.cls_token_id and r[-1] == tokenizer.sep_token_id for r in randoms)
     assert all(len(r) <= 24 for r in rows)
 

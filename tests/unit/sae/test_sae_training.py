@@ -104,7 +104,7 @@ def test_sae_features_without_an_sae_trains_once_then_reuses(minilm, tmp_path, m
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     data = feature_explosion_data(
-        minilm.tokenizer, calibration_rows=4, heldout_rows=4, ood_rows=2, max_tokens=16
+        minilm.tokenizer, calibration_rows=4, heldout_rows=4, max_tokens=16
     )
     training = {"d_sae": 16, "tokens": 256, "batch_tokens": 128, "rows_per_chunk": 16}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from geomlens.analyses.reading_words import (
     extremes,
     interval,
@@ -13,30 +15,58 @@ from geomlens.analyses.reading_words import (
 from geomlens.results import Result
 
 
+def _rows(count: float | None) -> str:
+    if count is None or math.isnan(count):
+        return "an unknown number of rows"
+    return f"{number(count)} row{'' if count == 1 else 's'}"
+
+
 def reading(result: Result) -> list[str]:
     alpha = per_site(result, "alpha")
     if not alpha:
         return []
-    best, worst = extremes(alpha)
-    if not best:
-        return []
     metrics = result.metrics
-    tasks = site_row(result, best).get("tasks", "the concept sets")
     lines = [
         "α is the mean cosine between a concept's difference vectors across contexts (e.g. "
-        "king − queen against actor − actress): 1 means one shared direction, 0 none.",
-        f"α is highest at {layer_label(best)} ({number(alpha[best])}, "
+        "king − queen against actor − actress): 1 means one shared direction, 0 none. The raw "
+        "α grows with the rows averaged into each class mean (n r / (1 + (n − 1) r), "
+        "Spearman–Brown), so raw α is only compared between sets of the same rows per cell; "
+        "the corrected α divides out each direction's split-half reliability and does not "
+        "depend on it."
+    ]
+    corrected = per_site(result, "alpha_corrected")
+    top, _ = extremes(corrected)
+    if top:
+        tasks = site_row(result, top).get("alpha_corrected_tasks", "the sets with several rows")
+        low = metrics.get(f"{top}.alpha_corrected_ci_low")
+        high = metrics.get(f"{top}.alpha_corrected_ci_high")
+        lines.append(
+            f"Corrected for noise, α is highest at {layer_label(top)}: "
+            f"{number(corrected[top])} ({interval(low, high)}), the mean over {tasks}."
+        )
+    best, worst = extremes(alpha)
+    if not best:
+        lines.append("The raw α is undefined at every site (a difference vector vanishes).")
+        return lines
+    row = site_row(result, best)
+    tasks = row.get("alpha_tasks") or row.get("tasks", "the concept sets")
+    size = _rows(metrics.get(f"{best}.rows_per_cell"))
+    p95 = metrics.get(f"{best}.alpha_null_p95")
+    null = result.config.get("null", "within-context")
+    where = "inside each context" if null == "within-context" else "across contexts"
+    above = p95 is not None and not math.isnan(p95) and alpha[best] > p95
+    raw = (
+        f"The raw α (at {size} per cell, the mean over {tasks}) is highest at "
+        f"{layer_label(best)} ({number(alpha[best])}, "
         f"{interval(metrics.get(f'{best}.alpha_ci_low'), metrics.get(f'{best}.alpha_ci_high'))}"
         f" for the mean, tasks and contexts resampled) and lowest at {layer_label(worst)} "
-        f"({number(alpha[worst])}); each is the mean over {tasks}.",
-    ]
-    p95 = metrics.get(f"{best}.alpha_null_p95")
-    if p95 is not None:
-        null = result.config.get("null", "within-context")
-        where = "inside each context" if null == "within-context" else "across contexts"
+        f"({number(alpha[worst])})."
+    )
+    lines.append(raw)
+    if p95 is not None and not math.isnan(p95):
         lines.append(
             f"With the concept label shuffled {where} ({null} null), the mean α there stays "
             f"below {number(p95)} in 95 % of shuffles; the measured {number(alpha[best])} is "
-            f"{'above' if alpha[best] > p95 else 'not above'} it."
+            + ("above it." if above else "not above it: no shared direction is measured there.")
         )
     return lines

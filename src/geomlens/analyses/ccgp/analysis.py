@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
     ConceptAnalysis,
@@ -39,6 +41,22 @@ from .metrics import METRIC_SPECS
 from .reading import reading as read_result
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy", "mixed_context_accuracy")
+
+
+def site_ccgp_metrics(per_task: list[dict]) -> dict[str, float]:
+    """``<site>.<column>`` means over tasks (:func:`site_averages`), and
+    ``<site>.ccgp_within_tasks``: CCGP averaged over exactly the tasks that the site's
+    ``within_context_accuracy`` averages (NaN when none has one), so the two are read side by
+    side over the same tasks."""
+    metrics = site_averages(per_task, CCGP_COLUMNS)
+    for site in dict.fromkeys(r["site"] for r in per_task):
+        matched = [
+            r["ccgp"]
+            for r in per_task
+            if r["site"] == site and np.isfinite(r.get("within_context_accuracy", np.nan))
+        ]
+        metrics[f"{site}.ccgp_within_tasks"] = float(np.mean(matched)) if matched else np.nan
+    return metrics
 
 
 @dataclass
@@ -115,7 +133,7 @@ class CCGP(ConceptAnalysis):
 
     def finalize(self) -> Result:
         per_task, per_split = ccgp_tables(self.state, self.config, self.checked_seed())
-        metrics = site_averages(per_task, CCGP_COLUMNS)
+        metrics = site_ccgp_metrics(per_task)
         tables = {
             "per_task": per_task,
             "splits": per_split,

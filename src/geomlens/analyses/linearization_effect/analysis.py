@@ -12,6 +12,7 @@ cannot change and are measured once. See docs/abstraction.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,18 +23,24 @@ import torch.nn.functional as F
 from geomlens.analyses.abstraction import (
     AbstractionConfig,
     abstraction_draws,
+    comparable_tasks,
     site_alpha_metrics,
 )
 from geomlens.analyses.alpha_scores import AlphaDraws, site_mean_interval
 from geomlens.analyses.base import Analysis, Batch, RunContext, option
-from geomlens.analyses.ccgp import CCGP_COLUMNS, CCGPConfig, ccgp_tables, plot_ccgp
+from geomlens.analyses.ccgp import (
+    CCGP_COLUMNS,
+    CCGPConfig,
+    ccgp_tables,
+    plot_ccgp,
+    site_ccgp_metrics,
+)
 from geomlens.analyses.concept_geometry import (
     ConceptState,
     concept_sites,
     default_concept_data,
     legend_with_styles,
     plot_by_layer,
-    site_averages,
     site_tasks,
     task_rng,
 )
@@ -46,6 +53,8 @@ from geomlens.interventions.linearize import (
 )
 from geomlens.interventions.resume import capture_from_layer, resume_site_for
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
+from geomlens.models.sites import NEXT_TOKEN_SITE
+from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
 from .example import EXAMPLE
@@ -68,23 +77,21 @@ class LinearizationEffectConfig(AbstractionConfig, CCGPConfig):
 
 def _affected(site: str, first_layer: int) -> bool:
     """Whether linearising from ``first_layer`` on can change the activation at ``site``."""
-    if site == LOGITS_SITE:
+    if site in (LOGITS_SITE, NEXT_TOKEN_SITE):
         return True
     layer = layer_of(site)
     return layer is not None and layer >= first_layer
 
 
-def _next_token_loss(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed next-token cross-entropy over real (token, next token) pairs, and their count
-    (tensors on the model's device: read once, in finalize)."""
+def _next_token_loss(log_probs: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed next-token cross-entropy over real (token, next token) pairs, and their count,
+    from each token's log-probability of the next (the ``logits.next_token_logprob`` site,
+    scored inside the pass); tensors on the model's device, read once in finalize."""
     if batch.inputs.input_ids is None:
         raise ValueError("The next-token loss needs token ids (a text model's inputs).")
-    ids = batch.inputs.input_ids.to(logits.device)
-    mask = batch.attention_mask.to(logits.device).bool()
+    mask = batch.attention_mask.to(log_probs.device).bool()
     pairs = mask[:, :-1] & mask[:, 1:]
-    losses = F.cross_entropy(
-        logits[:, :-1].transpose(1, 2).to(torch.float64), ids[:, 1:], reduction="none"
-    )
+    losses = -log_probs[:, :-1].to(torch.float64)
     return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
@@ -109,6 +116,9 @@ class LinearizationEffect(Analysis):
         self.linearized_layers: list[int] = []
         self.where: list[str] = []
         self.operating_points: dict[int, torch.Tensor] | None = None
+        #: Width of the logits (the vocabulary) where the model has them: ln V nats is the loss
+        #: of a uniform guess.
+        self.vocab_size = 0
 
     # -- sites and set-up --------------------------------------------------------------------
     def _layers(self, adapter: Adapter) -> list[int]:
@@ -122,8 +132,9 @@ class LinearizationEffect(Analysis):
         return [adapter.n_layers - 2]
 
     def _output_site(self, adapter: Adapter) -> str:
-        if LOGITS_SITE in adapter.sites():
-            return LOGITS_SITE
+        if LOGITS_SITE in adapter.sites() and adapter.makes_head_sites:
+            # Scored inside the pass: the passes never hold [B, T, vocab] logits.
+            return NEXT_TOKEN_SITE
         return f"blocks.{adapter.n_layers - 1}.hook_resid_post"
 
     def sites(self, adapter: Adapter) -> list[str]:
@@ -189,7 +200,10 @@ class LinearizationEffect(Analysis):
 
     def _update_fidelity(self, batch: Batch, base: dict, linearized: dict) -> None:
         site = self._output_site(self._run_context().adapter)
-        if site == LOGITS_SITE:
+        if site == NEXT_TOKEN_SITE:
+            if not self.vocab_size:  # ln V is the uniform guess's loss (read once, from config)
+                vocab = expected_widths(self._run_context().adapter).get("vocab")
+                self.vocab_size = int(vocab or 0)
             for condition, activations in zip(CONDITIONS, (base, linearized)):
                 total, count = _next_token_loss(activations[site], batch)
                 self._add(f"loss_sum_{condition}", total)
@@ -218,6 +232,7 @@ class LinearizationEffect(Analysis):
             self.states[condition].merge(other.states[condition])
         for key, value in other.fidelity.items():
             self._add(key, float(value))
+        self.vocab_size = max(self.vocab_size, other.vocab_size)
         self.linearized_layers = self.linearized_layers or other.linearized_layers
         self.where = self.where or other.where
 
@@ -240,6 +255,9 @@ class LinearizationEffect(Analysis):
                 "fidelity.lm_loss_base": base,
                 "fidelity.lm_loss_linearized": linearized,
                 "fidelity.lm_loss_change": linearized - base,
+                "fidelity.lm_loss_uniform": math.log(self.vocab_size)
+                if self.vocab_size
+                else math.nan,
             }
         return {"fidelity.output_embedding_cosine": f["cosine_sum"] / max(f["cosine_count"], 1)}
 
@@ -267,7 +285,7 @@ class LinearizationEffect(Analysis):
             ("linearized", linearized_rows, linearized_draws),
         ):
             averages = site_alpha_metrics(rows, draws, self.config, seed)
-            averages.update(site_averages(rows, CCGP_COLUMNS))
+            averages.update(site_ccgp_metrics(rows))
             metrics.update({f"{k}_{condition}": v for k, v in averages.items()})
         summary = self._summary(comparison, base_draws, linearized_draws, seed)
         metrics.update({f"summary.{k}": v for k, v in summary.items() if k != "site"})
@@ -307,6 +325,10 @@ class LinearizationEffect(Analysis):
                     "alpha_base": b["alpha"],
                     "alpha_linearized": lin["alpha"],
                     "alpha_change": lin["alpha"] - b["alpha"],
+                    "rows_per_cell": b["rows_per_cell"],
+                    "alpha_corrected_base": b["alpha_corrected"],
+                    "alpha_corrected_linearized": lin["alpha_corrected"],
+                    "alpha_corrected_change": lin["alpha_corrected"] - b["alpha_corrected"],
                     "ccgp_base": b["ccgp"],
                     "ccgp_linearized": lin["ccgp"],
                     "within_context_accuracy_base": b["within_context_accuracy"],
@@ -337,29 +359,75 @@ class LinearizationEffect(Analysis):
 
         after = [s for s in sites if depth(s) >= deepest]
         site = min(after, key=depth) if after else sites[-1]
-        mine = [r for r in comparison if r["site"] == site]
-        alpha_up = [r["alpha_linearized"] > r["alpha_base"] for r in mine]
-        ccgp_up = [r["ccgp_linearized"] >= r["ccgp_base"] for r in mine]
-        pairs = [(base_draws[(site, r["task"])], linearized_draws[(site, r["task"])]) for r in mine]
-        change_low, change_high = site_mean_interval(
-            [lin.alpha - base.alpha for base, lin in pairs],
-            [lin.bootstrap - base.bootstrap for base, lin in pairs],
-            task_rng(seed, site, "\x00alpha change"),
+        everything = [r for r in comparison if r["site"] == site]
+        ccgp_up = [r["ccgp_linearized"] >= r["ccgp_base"] for r in everything]
+        summary: dict[str, Any] = {"site": site}
+        # The raw α over the tasks of one cell size (it grows with the rows per cell), the
+        # corrected α over the tasks that define it.
+        raw = comparable_tasks(everything)
+        summary.update(self._paired("alpha", raw, base_draws, linearized_draws, seed, site))
+        summary["n_tasks_alpha"] = float(len(raw))
+        summary["rows_per_cell"] = raw[0]["rows_per_cell"]
+        corrected = [
+            r
+            for r in everything
+            if np.isfinite(r["alpha_corrected_base"])
+            and np.isfinite(r["alpha_corrected_linearized"])
+        ]
+        summary.update(
+            self._paired("alpha_corrected", corrected, base_draws, linearized_draws, seed, site)
+        )
+        summary["n_tasks_alpha_corrected"] = float(len(corrected))
+        summary.update(
+            {
+                "ccgp_base": float(np.mean([r["ccgp_base"] for r in everything])),
+                "ccgp_linearized": float(np.mean([r["ccgp_linearized"] for r in everything])),
+                "tasks_ccgp_up_or_equal": float(sum(ccgp_up)),
+                "n_tasks": float(len(everything)),
+            }
+        )
+        return summary
+
+    def _paired(
+        self,
+        column: str,
+        rows: list[dict],
+        base_draws: dict[tuple[str, str], AlphaDraws],
+        linearized_draws: dict[tuple[str, str], AlphaDraws],
+        seed: int,
+        site: str,
+    ) -> dict[str, float]:
+        """Mean ``column`` base and linearised over ``rows``, its change with a paired
+        bootstrap interval (both conditions resample the same contexts, then tasks are
+        resampled), and how many tasks went up; NaN over no rows."""
+        nan = float("nan")
+        if not rows:
+            keys = ("base", "linearized", "change", "change_ci_low", "change_ci_high")
+            return {**{f"{column}_{k}": nan for k in keys}, f"tasks_{column}_up": nan}
+        corrected = column == "alpha_corrected"
+        pairs = [(base_draws[(site, r["task"])], linearized_draws[(site, r["task"])]) for r in rows]
+
+        def point(d: AlphaDraws) -> float:
+            return d.alpha_corrected if corrected else d.alpha
+
+        def resampled(d: AlphaDraws) -> Any:
+            return d.corrected_bootstrap if corrected else d.bootstrap
+
+        low, high = site_mean_interval(
+            [point(lin) - point(base) for base, lin in pairs],
+            [resampled(lin) - resampled(base) for base, lin in pairs],
+            task_rng(seed, site, "\x00alpha change" + ("" if not corrected else " corrected")),
             confidence=self.config.confidence,
         )
-        alpha_change = float(np.mean([r["alpha_change"] for r in mine]))
         return {
-            "site": site,
-            "alpha_base": float(np.mean([r["alpha_base"] for r in mine])),
-            "alpha_linearized": float(np.mean([r["alpha_linearized"] for r in mine])),
-            "alpha_change": alpha_change,
-            "alpha_change_ci_low": change_low,
-            "alpha_change_ci_high": change_high,
-            "tasks_alpha_up": float(sum(alpha_up)),
-            "ccgp_base": float(np.mean([r["ccgp_base"] for r in mine])),
-            "ccgp_linearized": float(np.mean([r["ccgp_linearized"] for r in mine])),
-            "tasks_ccgp_up_or_equal": float(sum(ccgp_up)),
-            "n_tasks": float(len(mine)),
+            f"{column}_base": float(np.mean([r[f"{column}_base"] for r in rows])),
+            f"{column}_linearized": float(np.mean([r[f"{column}_linearized"] for r in rows])),
+            f"{column}_change": float(np.mean([r[f"{column}_change"] for r in rows])),
+            f"{column}_change_ci_low": low,
+            f"{column}_change_ci_high": high,
+            f"tasks_{column}_up": float(
+                sum(r[f"{column}_linearized"] > r[f"{column}_base"] for r in rows)
+            ),
         }
 
     @classmethod

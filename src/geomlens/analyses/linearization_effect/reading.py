@@ -12,8 +12,14 @@ from geomlens.analyses.reading_words import (
 )
 from geomlens.results import Result
 
+from .metrics import loss_above_uniform
 
-def _fidelity_phrase(metrics: dict[str, float]) -> str:
+
+def _fidelity_phrase(result: Result) -> str:
+    metrics = result.metrics
+    failed = loss_above_uniform(result)
+    if failed is not None:
+        return f"the fidelity cost is {failed}"
     if "fidelity.output_embedding_cosine" in metrics:
         return (
             f"the linearised model's output embedding keeps a cosine of "
@@ -23,7 +29,8 @@ def _fidelity_phrase(metrics: dict[str, float]) -> str:
     if "fidelity.lm_loss_change" in metrics:
         return (
             f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
-            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))})"
+            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))} nats; a uniform "
+            f"guess scores {number(metrics.get('fidelity.lm_loss_uniform', math.nan))})"
         )
     return "its fidelity cost was not measured"
 
@@ -37,19 +44,20 @@ def reading(result: Result) -> list[str]:
         f"version ({mode}) and α and CCGP are measured again; the theory predicts that a "
         "nonlinearity attenuates abstraction, so linearising should raise α."
     ]
-    if "summary.alpha_base" in metrics:
-        low = metrics.get("summary.alpha_change_ci_low")
-        high = metrics.get("summary.alpha_change_ci_high")
+    fidelity = _fidelity_phrase(result)
+    where = layer_label(info.get("summary_site", "the summary site"))
+    if _finite(metrics.get("summary.alpha_corrected_base")):
         lines.append(
-            f"At {layer_label(info.get('summary_site', 'the summary site'))}, mean α goes from "
-            f"{number(metrics['summary.alpha_base'])} to "
-            f"{number(metrics['summary.alpha_linearized'])} (change "
-            f"{number(metrics.get('summary.alpha_change', math.nan))}, {interval(low, high)} "
-            f"from a paired bootstrap over tasks and contexts: "
-            f"{direction(low, high, 'the change')}), up in "
-            f"{number(metrics.get('summary.tasks_alpha_up', math.nan))} of "
-            f"{number(metrics.get('summary.n_tasks', math.nan))} concept sets, while "
-            f"{_fidelity_phrase(metrics)}. CCGP goes from "
+            f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
+            + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
+            + "."
+        )
+    if "summary.alpha_base" in metrics:
+        rows = metrics.get("summary.rows_per_cell", math.nan)
+        lines.append(
+            f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell "
+            + _change_words(metrics, "alpha", "n_tasks_alpha")
+            + f", while {fidelity}. CCGP goes from "
             f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
             f"{number(metrics.get('summary.ccgp_linearized', math.nan))}, up or equal in "
             f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
@@ -57,3 +65,25 @@ def reading(result: Result) -> list[str]:
             "for the CCGP change: read its direction from the per-task counts only)."
         )
     return lines
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
+    """ "goes from a to b (change c, interval: resolved or not), up in u and down in d of n
+    sets" for the summary's ``column``."""
+    low = metrics.get(f"summary.{column}_change_ci_low")
+    high = metrics.get(f"summary.{column}_change_ci_high")
+    n = metrics.get(f"summary.{count}", metrics.get("summary.n_tasks", math.nan))
+    up = metrics.get(f"summary.tasks_{column}_up", math.nan)
+    down = n - up if _finite(n) and _finite(up) else math.nan
+    return (
+        f"goes from {number(metrics[f'summary.{column}_base'])} to "
+        f"{number(metrics[f'summary.{column}_linearized'])} (change "
+        f"{number(metrics.get(f'summary.{column}_change', math.nan))}, {interval(low, high)} "
+        f"from a paired bootstrap over tasks and contexts: "
+        f"{direction(low, high, 'the change')}); it rises in {number(up)} and falls in "
+        f"{number(down)} of {number(n)} concept sets"
+    )

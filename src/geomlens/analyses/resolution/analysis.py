@@ -38,6 +38,7 @@ from geomlens.analyses.profile_fits import (
     fit_binned,
     fit_family,
     fitted_g,
+    measured_half_width,
 )
 from geomlens.analyses.similarity import (
     Similarity,
@@ -49,6 +50,7 @@ from geomlens.analyses.similarity import (
     g_of_d,
     plot_profiles,
 )
+from geomlens.formatting import distance_unit
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
@@ -103,7 +105,12 @@ def fit_profile(
 
 @dataclass(frozen=True)
 class Resampled:
-    """The chosen family refitted on resampled stimuli: one entry per resample."""
+    """The chosen family refitted on resampled stimuli: one entry per resample.
+
+    ``epsilon`` is +inf where the refit's scale sat at the top of its search grid (a bound,
+    not an estimate); ``half_width`` is the measured curve's (−inf: below the resample's first
+    distance, +inf: not halfway within the range); NaN where the refit failed or found no scale.
+    """
 
     epsilon: np.ndarray
     delta: np.ndarray
@@ -122,31 +129,104 @@ def bootstrap_fits(
     rng = np.random.default_rng(seed)
     size = len(measured.coordinates)
     out = np.full((samples, 4), np.nan)
+    rows, cols = np.triu_indices(size, k=1)
     for k in range(samples):
         drawn = np.sort(rng.integers(size, size=size))
-        rows, cols = np.triu_indices(size, k=1)
-        rows, cols = drawn[rows], drawn[cols]
-        different = rows != cols
+        drawn_rows, drawn_cols = drawn[rows], drawn[cols]
+        different = drawn_rows != drawn_cols
         try:
             mean_d, mean_s, squares, count = binned_pairs(
-                measured.distances, measured.similarity, edges, (rows[different], cols[different])
+                measured.distances,
+                measured.similarity,
+                edges,
+                (drawn_rows[different], drawn_cols[different]),
             )
             fit = fit_family(family, mean_d, mean_s, count, 0.0)
         except ValueError:
             continue
         if np.isfinite(fit.epsilon):
-            out[k] = fit.epsilon, fit.delta, fit.offset, fit.half_width
+            epsilon = np.inf if fit.at_bound == "high" else fit.epsilon
+            width = measured_half_width(mean_d[count > 0], mean_s[count > 0], fit.level)
+            out[k] = epsilon, fit.delta, fit.offset, width
     return Resampled(*out.T)
 
 
-def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Percentile interval of the finite values (NaN, NaN when there are none)."""
-    kept = values[np.isfinite(values)]
+@dataclass(frozen=True)
+class Interval:
+    """A percentile interval whose ends may be censored, with each end's Monte-Carlo error.
+
+    An end is NaN with ``censored`` −1 when it lies below the grid's first distance (read
+    "< d₁"), +1 when beyond the range searched or measured; ``mc`` is the Monte-Carlo
+    standard error of each finite end (from the order statistics around its rank)."""
+
+    low: float
+    high: float
+    low_censored: float
+    high_censored: float
+    low_mc: float
+    high_mc: float
+
+
+def _order_error(ordered: np.ndarray, q: float) -> float:
+    """Monte-Carlo standard error of the q-quantile of ``ordered`` (sorted resamples): half
+    the distance between the order statistics one binomial standard deviation either side of
+    its rank (NaN when either is infinite or there are too few resamples)."""
+    n = len(ordered)
+    spread = np.sqrt(n * q * (1 - q))
+    low = int(np.clip(np.floor(n * q - spread), 0, n - 1))
+    high = int(np.clip(np.ceil(n * q + spread), 0, n - 1))
+    if not (np.isfinite(ordered[high]) and np.isfinite(ordered[low])) or n < 20:
+        return float("nan")
+    return float((ordered[high] - ordered[low]) / 2)
+
+
+def _interval(values: np.ndarray, confidence: float, first: float = -np.inf) -> Interval:
+    """Percentile interval of the resampled values: NaN resamples are left out, values below
+    ``first`` (the grid's first distance) count as censored below, +inf as censored above."""
+    kept = np.asarray(values, dtype=float)
+    kept = kept[~np.isnan(kept)]
+    nan = float("nan")
     if not len(kept):
+        return Interval(nan, nan, nan, nan, nan, nan)
+    kept = np.sort(np.where(kept < first, -np.inf, kept))
+    tail = (1 - confidence) / 2
+    ends = np.quantile(kept, [tail, 1 - tail], method="inverted_cdf")
+    censored = [float(np.sign(e)) if np.isinf(e) else 0.0 for e in ends]
+    low, high = (float(e) if np.isfinite(e) else nan for e in ends)
+    return Interval(
+        low,
+        high,
+        censored[0],
+        censored[1],
+        _order_error(kept, tail),
+        _order_error(kept, 1 - tail),
+    )
+
+
+def censor(value: float, first: float) -> tuple[float, float]:
+    """(value, censored): a scale below ``first`` (d₁) or ±inf is NaN with −1 / +1."""
+    if np.isnan(value):
         return float("nan"), float("nan")
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(kept, [tail, 100 - tail])
-    return float(low), float(high)
+    if value < first:
+        return float("nan"), -1.0
+    if np.isinf(value):
+        return float("nan"), 1.0
+    return float(value), 0.0
+
+
+def _scale(metrics: dict[str, float], key: str, value: float, first: float) -> None:
+    metrics[key], metrics[f"{key}_censored"] = censor(value, first)
+
+
+def _interval_metrics(key: str, interval: Interval) -> dict[str, float]:
+    return {
+        f"{key}_ci_low": interval.low,
+        f"{key}_ci_high": interval.high,
+        f"{key}_ci_low_censored": interval.low_censored,
+        f"{key}_ci_high_censored": interval.high_censored,
+        f"{key}_ci_low_mc": interval.low_mc,
+        f"{key}_ci_high_mc": interval.high_mc,
+    }
 
 
 def _number(value: Any) -> float:
@@ -172,7 +252,10 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
 @dataclass
 class ResolutionConfig(SimilarityConfig):
     bootstrap: int = option(
-        200, "Bootstrap resamples of the stimuli for the ε and Δ intervals.", low=0
+        1000,
+        "Bootstrap resamples of the stimuli for the ε, half-width and Δ intervals (each "
+        "interval end is reported with its Monte-Carlo error).",
+        low=0,
     )
     confidence: float = option(0.95, "Coverage of the bootstrap intervals.", low=0, high=1)
     draws: str = option(
@@ -232,70 +315,136 @@ class Resolution(Similarity):
         fit_rows: list[dict[str, Any]] = []
         placement_rows: list[dict[str, Any]] = []
         scope_rows: list[dict[str, Any]] = []
+        side_rows: list[dict[str, Any]] = []
+        other = "cosine" if config.similarity == "centred-cosine" else "centred-cosine"
+        try:
+            companions = {m.site: m for m in self.site_similarities(other)}
+        except ValueError:  # e.g. centring leaves a zero vector: that similarity is undefined
+            companions = {}
         for measured in self.site_similarities():
             site = measured.site
             edges = distance_bins(measured.distances, config.bins)
             rows = g_of_d(measured.distances, measured.similarity, config.bins)
             profile_rows.extend({"site": site, **row} for row in rows)
             first = rows[0]  # the nearest bin of distinct stimuli
+            d1 = float(first["distance"])
             fits = fit_profile(measured.distances, measured.similarity, edges)
             chosen = chosen_fit(fits)
             fit_rows.extend(
                 {
                     "site": site,
                     "family": f.family,
-                    "epsilon": f.epsilon,
+                    # A scale at an edge of the search grid is a bound, not an estimate.
+                    "epsilon": float("nan")
+                    if f.at_bound == "high" or (f.at_bound == "low" and f.family != "two-scale")
+                    else f.epsilon,
+                    # The fitted curve's half-width (the metric is the measured curve's).
                     "half_width": f.half_width,
                     "delta": f.delta,
                     "offset": f.offset,
-                    "epsilon_fast": f.epsilon_fast,
+                    "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
                     "fast_share": f.fast_share,
                     # The fraction of g(0) = 1 this fit loses within the first bin.
-                    "amplitude": float(1.0 - f.g()(np.array(first["distance"])))
+                    "amplitude": float(1.0 - f.g()(np.array(d1)))
                     if np.isfinite(f.level)
                     else float("nan"),
                     "aic": f.aic,
+                    "at_search_bound": f.at_bound,
                     "chosen": f is chosen,
                 }
                 for f in fits
+            )
+            distances = np.array([r["distance"] for r in rows])
+            means = np.array([r["mean"] for r in rows])
+            # No far level to be halfway to without a scale (a flat profile): NaN.
+            width = (
+                measured_half_width(distances, means, chosen.level)
+                if np.isfinite(chosen.epsilon)
+                else float("nan")
             )
             # No interval around a scale that is not there.
             resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
             boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
             # Resamples whose g does not fall give no ε; they are left out of the intervals
             # and counted here.
-            flat_share = float(np.mean(~np.isfinite(boot.epsilon))) if resamples else np.nan
+            flat_share = float(np.mean(np.isnan(boot.epsilon))) if resamples else np.nan
             intervals = {
-                name: _interval(getattr(boot, name), config.confidence)
-                for name in ("epsilon", "delta", "offset", "half_width")
+                "epsilon": _interval(boot.epsilon, config.confidence, d1),
+                "half_width": _interval(boot.half_width, config.confidence, d1),
+                "delta": _interval(boot.delta, config.confidence),
+                "offset": _interval(boot.offset, config.confidence),
             }
-            placement = self._placement(measured, chosen, boot, front, seed)
-            metrics.update(
-                {
-                    f"{site}.epsilon": chosen.epsilon,
-                    f"{site}.epsilon_fast": chosen.epsilon_fast,
-                    f"{site}.fast_share": chosen.fast_share,
-                    f"{site}.half_width": chosen.half_width,
-                    f"{site}.delta": chosen.delta,
-                    f"{site}.offset": chosen.offset,
-                    **{
-                        f"{site}.{name}_ci_{end}": value
-                        for name, pair in intervals.items()
-                        for end, value in zip(("low", "high"), pair)
-                    },
-                    # The measured similarity lost between a stimulus and its nearest neighbours.
-                    f"{site}.amplitude": 1.0 - first["mean"],
-                    f"{site}.first_distance": first["distance"],
-                    **across_text_metrics(measured),
-                    f"{site}.bootstrap_without_scale": flat_share,
-                    **{
-                        f"{site}.{k}": v
-                        for k, v in placement.items()
-                        if k not in ("regime", "method")
-                    },
+            placement = self._placement(measured, chosen, width, boot, front, seed, d1)
+            search_high = 4.0 * float(distances.max())
+            epsilon = np.inf if chosen.at_bound == "high" else chosen.epsilon
+            epsilon_fast = chosen.epsilon_fast if chosen.at_bound != "low" else -np.inf
+            site_metrics: dict[str, float] = {
+                f"{site}.fast_share": chosen.fast_share,
+                f"{site}.delta": chosen.delta,
+                f"{site}.offset": chosen.offset,
+                **{
+                    f"{site}.{k}": v
+                    for name, interval in intervals.items()
+                    for k, v in _interval_metrics(name, interval).items()
+                },
+                # g at the grid's first distance d₁ and what is lost by it: what any grid
+                # resolves, whatever the fit.
+                f"{site}.g_first": float(first["mean"]),
+                f"{site}.amplitude": 1.0 - float(first["mean"]),
+                f"{site}.first_distance": d1,
+                f"{site}.max_distance": float(distances.max()),
+                f"{site}.search_high": search_high,
+                **across_text_metrics(measured),
+                f"{site}.bootstrap_without_scale": flat_share,
+                f"{site}.bootstrap_resamples": float(resamples),
+                **{f"{site}.{k}": v for k, v in placement.items() if k not in ("regime", "method")},
+            }
+            _scale(site_metrics, f"{site}.epsilon", epsilon, d1)
+            _scale(site_metrics, f"{site}.epsilon_fast", epsilon_fast, d1)
+            _scale(site_metrics, f"{site}.half_width", width, d1)
+            for name in ("delta", "offset"):  # not scales: never censored
+                for end in ("low", "high"):
+                    site_metrics.pop(f"{site}.{name}_ci_{end}_censored")
+            metrics.update(site_metrics)
+            placement_rows.append({"site": site, "family": chosen.family, **placement})
+            # The same numbers with the other similarity, side by side (centring changes them).
+            mine: dict[str, Any] = {
+                "site": site,
+                "similarity": config.similarity,
+                "family": chosen.family,
+                "g_first": float(first["mean"]),
+                "half_width": site_metrics[f"{site}.half_width"],
+                "half_width_censored": site_metrics[f"{site}.half_width_censored"],
+                "delta": chosen.delta,
+                "offset": chosen.offset,
+                "p_similarity": placement["p_similarity"],
+                "p_identification": placement["p_identification"],
+            }
+            theirs: dict[str, Any] = (
+                self._summary(companions[site], other, d1, seed)
+                if site in companions
+                else {
+                    "site": site,
+                    "similarity": other,
+                    "family": "undefined",
+                    **dict.fromkeys(
+                        ("g_first", "half_width", "half_width_censored", "delta", "offset"),
+                        float("nan"),
+                    ),
+                    "p_similarity": float("nan"),
+                    "p_identification": float("nan"),
                 }
             )
-            placement_rows.append({"site": site, "family": chosen.family, **placement})
+            side_rows.extend([mine, theirs])
+            for row in (mine, theirs):
+                prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
+                metrics.update(
+                    {
+                        f"{site}.{prefix}_{k}": float(v)
+                        for k, v in row.items()
+                        if k not in ("site", "similarity", "family")
+                    }
+                )
             coordinates = np.asarray(measured.coordinates, dtype=float)
             scope_rows.append(
                 {
@@ -307,6 +456,7 @@ class Resolution(Similarity):
                     "stimuli": len(coordinates),
                     "coordinate_low": float(coordinates.min()),
                     "coordinate_high": float(coordinates.max()),
+                    "grid_spacing": d1,
                     "note": SCALE_NOTE,
                 }
             )
@@ -317,22 +467,66 @@ class Resolution(Similarity):
                 "g_of_d": profile_rows,
                 "fits": fit_rows,
                 "placement": placement_rows,
+                "by_similarity": side_rows,
                 "scale_depends_on": scope_rows,
                 "metric": self.metric_table(),
             },
         )
 
+    def _summary(
+        self, measured: SiteSimilarity, similarity: str, first: float, seed: int
+    ) -> dict[str, Any]:
+        """The fit-free numbers and the measured half-width of one site under ``similarity``."""
+        config = self.config
+        edges = distance_bins(measured.distances, config.bins)
+        rows = g_of_d(measured.distances, measured.similarity, config.bins)
+        chosen = chosen_fit(fit_profile(measured.distances, measured.similarity, edges))
+        width = measured_half_width(
+            np.array([r["distance"] for r in rows]),
+            np.array([r["mean"] for r in rows]),
+            chosen.level,
+        )
+        value, censored = censor(width if np.isfinite(chosen.epsilon) else float("nan"), first)
+        protocol: dict[str, Any] = {
+            "draws": config.draws,
+            "choice": config.choice,
+            "samples": config.samples,
+            "seed": seed,
+        }
+        empirical = evaluate(
+            measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
+        )
+        return {
+            "site": measured.site,
+            "similarity": similarity,
+            "family": chosen.family,
+            "g_first": float(rows[0]["mean"]),
+            "half_width": value,
+            "half_width_censored": censored,
+            "delta": chosen.delta,
+            "offset": chosen.offset,
+            "p_similarity": empirical.p_s,
+            "p_identification": empirical.p_i,
+        }
+
     def _placement(
         self,
         measured: SiteSimilarity,
         chosen: Fit,
+        width: float,
         boot: Resampled,
         front: theory.Front,
         seed: int,
+        first: float,
     ) -> dict[str, Any]:
-        """⟨b⟩ and Var(b) at the half-width, the regime they give (and how often the bootstrap
-        gives the same), theory and empirical (p_S, p_I) with how they were computed, and
-        the distance to the front."""
+        """⟨b⟩ and Var(b) at the measured half-width, the regime they give (and how often the
+        bootstrap gives the same), theory and empirical (p_S, p_I) with how they were
+        computed, and the distance to the front.
+
+        A half-width below the first distance d₁ (every ball holds its centre only, whatever
+        N) or beyond the range leaves the regime *unresolved*: ⟨b⟩ is then only bounded
+        (``mean_b_bound``: ⟨b⟩ ≤ b(d₁), or ≥ b at the largest distance), with no agreement.
+        """
         config = self.config
         # Keyword arguments of theory.evaluate (the options were checked against its choices).
         protocol: dict[str, Any] = {
@@ -342,44 +536,72 @@ class Resolution(Similarity):
             "seed": seed,
         }
         nan = float("nan")
-        if np.isfinite(chosen.epsilon):
-            # The half-width means the same point of every family's curve (halfway from 1 to
-            # the floor), so ⟨b⟩ compares across layers whichever family won.
-            balls = finite_ball(measured.distances, chosen.half_width)
+        distances = measured.distances
+        largest = float(distances.max())
+        mean_b = var_b = b_low = b_high = agreement = bound = nan
+        b_censored = b_low_censored = b_high_censored = nan
+        if not np.isfinite(chosen.epsilon) or np.isnan(width):
+            regime = "none"  # no resolution scale: nothing for the theory to place
+        elif width < first or np.isinf(width):
+            regime = "unresolved"
+            below = width < first
+            bound = float(finite_ball(distances, first if below else largest).mean())
+            b_censored = -1.0 if below else 1.0
+        else:
+            # The half-width means the same point of every curve (halfway from 1 to the
+            # floor), so ⟨b⟩ compares across layers whichever family won.
+            balls = finite_ball(distances, width)
             mean_b, var_b = float(balls.mean()), float(balls.var())
+            b_censored = 0.0
             regime = str(theory.regime(mean_b))
-            widths = boot.half_width[np.isfinite(boot.half_width)]
-            resampled_b = (
-                finite_ball(measured.distances, widths).mean(axis=-1) if len(widths) else []
-            )
-            b_low, b_high = _interval(np.asarray(resampled_b, dtype=float), config.confidence)
-            agreement = (
-                float(np.mean([theory.regime(float(b)) == regime for b in resampled_b]))
-                if len(widths)
-                else nan
-            )
+            widths = boot.half_width[~np.isnan(boot.half_width)]
+            if len(widths):
+                usable = np.where(widths < first, -np.inf, widths)
+                finite = np.isfinite(usable)
+                resampled_b = np.where(usable < 0, -np.inf, np.inf)
+                resampled_b[finite] = finite_ball(distances, usable[finite]).mean(axis=-1)
+                interval = _interval(resampled_b, config.confidence)
+                b_low, b_high = interval.low, interval.high
+                b_low_censored, b_high_censored = interval.low_censored, interval.high_censored
+                regimes = np.array(
+                    [
+                        str(theory.regime(float(b))) if np.isfinite(b) else "unresolved"
+                        for b in resampled_b
+                    ]
+                )
+                agreement = float(np.mean(regimes == regime))
+        predicted = None
+        if np.isfinite(chosen.epsilon):
             # The theory's g is the fitted curve itself (g(0) = 1, no amplitude divided out),
             # so its point compares with the empirical one. The Luce rule needs g >= 0: a
             # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
             fitted = chosen.g()
-            predicted = evaluate(
-                measured.distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol
-            )
-        else:  # no resolution scale: nothing for the theory to place
-            mean_b = var_b = b_low = b_high = agreement = nan
-            regime = "none"
-            predicted = None
-        empirical = evaluate(
-            measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
-        )
+            predicted = evaluate(distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol)
+        # Two scales: ⟨b⟩ at each one's half-width (ε ln 2), where that scale is above d₁.
+        scales: dict[str, float] = {}
+        if chosen.family == "two-scale":
+            for name, scale in (("fast", chosen.epsilon_fast), ("slow", chosen.epsilon)):
+                resolved = scale * np.log(2.0) >= first and chosen.at_bound == ""
+                scales[f"mean_b_{name}"] = (
+                    float(finite_ball(distances, scale * np.log(2.0)).mean()) if resolved else nan
+                )
+                scales[f"mean_b_{name}_censored"] = 0.0 if resolved else -1.0
+        empirical = evaluate(distances, np.clip(measured.similarity, 0.0, None), 2, **protocol)
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
         return {
             "mean_b": mean_b,
+            "mean_b_censored": b_censored,
+            # ⟨b⟩ ≤ this (censored −1) or ≥ this (+1) when the regime is unresolved.
+            "mean_b_bound": bound,
             "mean_b_ci_low": b_low,
             "mean_b_ci_high": b_high,
+            "mean_b_ci_low_censored": b_low_censored,
+            "mean_b_ci_high_censored": b_high_censored,
             "var_b": var_b,
+            **scales,
             # The regime of ⟨b⟩ (identification b < 1/4, trade-off to 1/2, interference
-            # beyond), and the share of bootstrap resamples whose ⟨b⟩ gives the same one.
+            # beyond; unresolved when the half-width is below d₁ or beyond the range), and
+            # the share of bootstrap resamples whose ⟨b⟩ gives the same one.
             "regime": regime,
             "regime_agreement": agreement,
             "p_similarity_theory": predicted.p_s if predicted else nan,
@@ -411,7 +633,7 @@ class Resolution(Similarity):
         colours = dict(zip(sites, plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))))
         figure, (ax_g, ax_plane) = plt.subplots(1, 2, figsize=(12, 4.6))
         decaying = {s: r for s, r in chosen.items() if _finite(r["epsilon"])}
-        plot_profiles(ax_g, result.tables["g_of_d"])
+        plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
         top = max((r["distance"] for r in result.tables["g_of_d"]), default=1.0)
         grid = np.linspace(0, top, 600)
         for site, fit in decaying.items():
@@ -431,7 +653,13 @@ class Resolution(Similarity):
         ax_g.plot([], [], "kD", mfc="none", ms=4, label="d = 0 across texts")
         ax_g.legend(fontsize=6, ncol=2)
         ax_g.set_ylabel("g(d) (g(0) = 1: a stimulus with itself)")
-        ax_g.set_title("similarity profile and chosen fit per site (unscaled)", fontsize=9)
+        first = min((r["distance"] for r in result.tables["g_of_d"]), default=0.0)
+        ax_g.axvline(first, color="grey", lw=0.6, ls=":")
+        ax_g.set_title(
+            f"similarity profile and chosen fit per site (unscaled; first distance "
+            f"d₁ = {first:g}, dotted)",
+            fontsize=9,
+        )
 
         universal = theory.pareto_front(401)
         ax_plane.plot(universal.p_s, universal.p_i, "k-", lw=1.5, label="universal front (Δ = 0)")

@@ -1,19 +1,38 @@
-"""The resolution analysis's metrics: words, units, headlines (see :class:`~geomlens.analyses.spec.MetricSpec`)."""
+"""The resolution analysis's metrics: words, units, headlines (see :class:`~geomlens.analyses.spec.MetricSpec`).
+
+Every scale carries the guard that shows it as "< d₁" (below the grid's first distance),
+a search bound or beyond the stimulus range instead of a number (see :mod:`geomlens.analyses.scale_guards`)."""
 
 from __future__ import annotations
 
+from geomlens.analyses.scale_guards import bounded_ball, floor_by_construction, unresolved_scale
 from geomlens.analyses.spec import MetricSpec as M
 
+SCALE = (unresolved_scale,)
+
 METRIC_SPECS: tuple[M, ...] = (
-    M("epsilon", "resolution scale ε", "distance", headline=True),
-    M("epsilon_ci_low", "ε, 95 % interval low", "distance", headline=True),
-    M("epsilon_ci_high", "ε, 95 % interval high", "distance", headline=True),
-    M("delta", "noise floor Δ", headline=True),
-    M("delta_ci_low", "Δ, 95 % interval low"),
-    M("delta_ci_high", "Δ, 95 % interval high"),
+    M("first_distance", "first distance d₁ (the grid's spacing)", "distance", headline=True),
+    M("g_first", "g at the first distance d₁", headline=True),
+    M("amplitude", "drop by the first distance, 1 − g(d₁)", headline=True),
+    M("half_width", "half-width of the measured g", "distance", headline=True, guards=SCALE),
+    M("half_width_ci_low", "half-width, 95 % interval low", "distance", guards=SCALE),
+    M("half_width_ci_high", "half-width, 95 % interval high", "distance", guards=SCALE),
+    M("epsilon", "resolution scale ε", "distance", headline=True, guards=SCALE),
+    M("epsilon_ci_low", "ε, 95 % interval low", "distance", headline=True, guards=SCALE),
+    M("epsilon_ci_high", "ε, 95 % interval high", "distance", headline=True, guards=SCALE),
+    M("epsilon_fast", "fast scale ε_fast", "distance", guards=SCALE),
+    M("delta", "noise floor Δ", headline=True, guards=(floor_by_construction,)),
+    M("delta_ci_low", "Δ, 95 % interval low", guards=(floor_by_construction,)),
+    M("delta_ci_high", "Δ, 95 % interval high", guards=(floor_by_construction,)),
+    M("mean_b", "mean ball ⟨b⟩ at the half-width", headline=True, guards=(bounded_ball,)),
+    M("mean_b_fast", "⟨b⟩ at the fast scale", guards=(bounded_ball,)),
+    M("mean_b_slow", "⟨b⟩ at the slow scale", guards=(bounded_ball,)),
     M("p_similarity", "similarity accuracy p_S", headline=True),
     M("p_identification", "identification accuracy p_I", headline=True),
     M("front_distance", "distance to the universal front", headline=True),
-    M("half_width", "half width", "distance"),
+    M("raw_half_width", "half-width, raw cosine", "distance", headline=True, guards=SCALE),
+    M("centred_half_width", "half-width, centred cosine", "distance", headline=True, guards=SCALE),
+    M("raw_g_first", "g(d₁), raw cosine"),
+    M("centred_g_first", "g(d₁), centred cosine"),
     M("zero_crossing", "first distance where g < 0", "distance"),
 )

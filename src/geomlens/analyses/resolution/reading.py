@@ -1,4 +1,8 @@
-"""The resolution analysis's reading for the report: plain words from its result's public metrics."""
+"""The resolution analysis's reading for the report: plain words from its result's public metrics.
+
+Every scale is written through its metric spec (:func:`geomlens.formatting.metric_value`), so a
+scale the grid does not resolve reads "< d₁ …" or "> … (search bound)", never as a number, and
+every scale names the grid spacing it was measured on."""
 
 from __future__ import annotations
 
@@ -12,81 +16,142 @@ from geomlens.analyses.reading_words import (
     per_site,
     share_percent,
 )
+from geomlens.formatting import distance_unit, metric_value, quantity
 from geomlens.results import Result
-from geomlens.theory.resolution import regime
+
+
+def _with_error(result: Result, key: str) -> str:
+    """An interval end with its Monte-Carlo error (guarded: "< d₁ …" when censored)."""
+    words = metric_value(result, key)
+    error = result.metrics.get(f"{key}_mc", math.nan)
+    censored = result.metrics.get(f"{key}_censored", 0.0)
+    if missing(error) or (censored is not None and censored != 0):
+        return words
+    return f"{words} (± {number(error, 2)})"
+
+
+def _interval(result: Result, key: str) -> str:
+    return f"{_with_error(result, key + '_ci_low')} to {_with_error(result, key + '_ci_high')}"
 
 
 def reading(result: Result) -> list[str]:
-    epsilon = per_site(result, "epsilon")
-    if not epsilon:
+    first_distances = per_site(result, "first_distance")
+    if not first_distances:
         return []
-    site = list(epsilon)[-1]
+    site = list(first_distances)[-1]
 
     def metric(name: str) -> float:
-        return result.metrics.get(f"{site}.{name}", math.nan)
+        value = result.metrics.get(f"{site}.{name}", math.nan)
+        return math.nan if value is None else float(value)
 
+    def shown(name: str) -> str:
+        return metric_value(result, f"{site}.{name}")
+
+    unit = distance_unit(result)
+    d1 = quantity(metric("first_distance"), unit)
+    similarity = str(result.config.get("similarity", "centred-cosine"))
     family = next(
         (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
         None,
     )
+    resamples = (
+        int(metric("bootstrap_resamples")) if not missing(metric("bootstrap_resamples")) else 0
+    )
     lines = [
-        f"At {layer_label(site)} the fitted resolution scale is ε = {number(epsilon[site])} "
-        f"(95 % interval {number(metric('epsilon_ci_low'))} to "
-        f"{number(metric('epsilon_ci_high'))}) with a noise floor Δ = {number(metric('delta'))}"
-        + (f", {family} family" if family else "")
-        + ": the fit keeps the measured g(0) = 1, so ε describes the measured curve."
+        f"At {layer_label(site)} ({similarity}; stimuli on a grid whose first distance is "
+        f"d₁ = {d1}) g(0) = 1 falls to g(d₁) = {number(metric('g_first'))} at the first "
+        f"distance: a drop of 1 − g(d₁) = {number(metric('amplitude'))}. That much the grid "
+        "resolves whatever curve is fitted."
     ]
+    width_censored = metric("half_width_censored")
+    if width_censored == 0:
+        lines.append(
+            f"The measured g is halfway from 1 to its far level at d = {shown('half_width')} "
+            f"(interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
+            f"resamples give 95 % interval {_interval(result, 'half_width')}, each end with its "
+            "Monte-Carlo error)."
+        )
+    elif width_censored < 0:
+        lines.append(
+            f"g is below halfway already at d₁: the half-width is {shown('half_width')}; this "
+            "grid only bounds it above, and a finer grid would be needed to measure it."
+        )
+    elif width_censored > 0:
+        lines.append(
+            f"g does not fall halfway within the stimuli: the half-width is {shown('half_width')}."
+        )
+    if family and family != "flat":
+        lines.append(
+            f"The lowest-AIC fit ({family} family, with the measured g(0) = 1) gives ε = "
+            f"{shown('epsilon')} (95 % interval {_interval(result, 'epsilon')}) and a noise "
+            f"floor Δ = {shown('delta')}."
+        )
     if family == "two-scale":
         lines.append(
-            f"One scale does not fit: {share_percent(metric('fast_share'))} of the fall happens on "
-            f"a fast scale ε_fast = {number(metric('epsilon_fast'))}, the rest on ε; the "
-            f"similarity lost already at the nearest distance "
-            f"({number(metric('first_distance'))}) is {number(metric('amplitude'))}."
+            f"One scale does not fit: {share_percent(metric('fast_share'))} of the fall happens "
+            f"on a fast scale ε_fast = {shown('epsilon_fast')}, the rest on ε."
         )
     across = metric("g0_across_texts")
-    if not missing(across) and not missing(metric("amplitude")):
-        lines.append(across_texts_words(across, 1.0 - metric("amplitude")))
-    half = metric("half_width")
-    if not missing(half):
-        below = half < metric("first_distance")
-        lines.append(
-            f"g is halfway down at d = {number(half)} (interval "
-            f"{number(metric('half_width_ci_low'))} to {number(metric('half_width_ci_high'))})"
-            + (
-                ", inside the first step of the stimulus grid: the data only bound it above."
-                if below
-                else "."
-            )
-        )
+    if not missing(across) and not missing(metric("g_first")):
+        lines.append(across_texts_words(across, metric("g_first")))
     offset = metric("offset")
     if not missing(offset) and offset < 0:
         lines.append(
-            f"Far pairs sit {number(-offset)} below zero: that is the centring offset (the "
-            "stimulus set's mean is subtracted), not noise. ε, the half-width, Δ and the "
-            "offset belong to this model, this stimulus range and this centring together."
+            f"The fitted far level sits {number(-offset)} below zero: that is the centring "
+            "offset (the stimulus set's mean is subtracted), not noise. ε, the half-width, Δ "
+            "and the offset belong to this model, this stimulus range and this centring together."
         )
-    mean_b = metric("mean_b")
-    if not missing(mean_b):
+    regime = next(
+        (r.get("regime") for r in result.tables.get("placement", []) if r["site"] == site), None
+    )
+    if regime == "unresolved":
         lines.append(
-            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(mean_b)} of the "
-            "stimuli (itself included) "
-            f"(interval {number(metric('mean_b_ci_low'))} to {number(metric('mean_b_ci_high'))})"
-            f": the {regime(float(min(max(mean_b, 0.0), 1.0)))} regime, which "
+            f"The regime is unresolved: ⟨b⟩ is {shown('mean_b')}, so no regime (and no "
+            "bootstrap agreement) is read from it on this grid."
+        )
+    elif not missing(metric("mean_b")):
+        lines.append(
+            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
+            f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
+            f"{shown('mean_b_ci_high')}): the {regime} regime, which "
             f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+        )
+    if family == "two-scale":
+        lines.append(
+            f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
+            f"{shown('mean_b_slow')} (slow)."
+        )
+    raw, centred = (
+        metric_value(result, f"{site}.raw_half_width"),
+        metric_value(result, f"{site}.centred_half_width"),
+    )
+    if f"{site}.raw_g_first" in result.metrics:
+        lines.append(
+            f"Side by side, the raw cosine gives g(d₁) = {number(metric('raw_g_first'))}, "
+            f"half-width {raw}, (p_S, p_I) = ({number(metric('raw_p_similarity'))}, "
+            f"{number(metric('raw_p_identification'))}); the centred cosine g(d₁) = "
+            f"{number(metric('centred_g_first'))}, half-width {centred}, (p_S, p_I) = "
+            f"({number(metric('centred_p_similarity'))}, "
+            f"{number(metric('centred_p_identification'))}). Neither is the resolution alone: "
+            "centring subtracts the stimulus set's mean."
         )
     method = next(
         (r.get("method") for r in result.tables.get("placement", []) if r["site"] == site), None
     )
     how = (
-        f" (Monte Carlo, {number(metric('samples'))} trials, standard errors "
-        f"{number(metric('p_similarity_se'), 2)} and {number(metric('p_identification_se'), 2)})"
+        f" (Monte Carlo, {number(metric('samples'))} trials"
         if method == "monte_carlo"
-        else ""
+        else " (exact enumeration"
+    ) + (
+        f", standard errors {number(metric('p_similarity_se'), 2)} and "
+        f"{number(metric('p_identification_se'), 2)})"
+        if method == "monte_carlo"
+        else ")"
     )
     lines.append(
-        f"Measured on the stimuli themselves, a similarity test is passed with probability "
-        f"p_S = {number(metric('p_similarity'))} and an identification test with p_I = "
-        f"{number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
+        f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
+        f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
         + (
             f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
             f"{number(metric('p_identification_theory'))})."

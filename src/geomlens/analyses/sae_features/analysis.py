@@ -18,7 +18,6 @@ from geomlens.analyses.sae_features.config import (
     DEFAULT_CALIBRATION_ROWS,
     DEFAULT_HELDOUT_ROWS,
     DEFAULT_MAX_TOKENS,
-    DEFAULT_OOD_ROWS,
     SMOOTHED_BITS,
     SAEFeaturesConfig,
     check_choice,
@@ -33,13 +32,15 @@ from geomlens.analyses.sae_features.reading import reading as read_result
 from geomlens.analyses.sae_features.splicing import (
     cosine_distance_per_sequence,
     reconstruct,
-    smoothed_bits_per_sequence,
+    smoothed_bits_from_log_probs,
 )
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
 from geomlens.inputs.content_tokens import TokenSelection, select_tokens, special_token_ids
 from geomlens.inputs.encoding import ModelInputs, to_device
 from geomlens.interventions.resume import capture_from_layer, resume_site_for
-from geomlens.models.adapter import Adapter, layer_of
+from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
+from geomlens.models.sites import NEXT_TOKEN_SITE
+from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
 __all__ = ["SAEFeatures"]
@@ -77,6 +78,8 @@ class SAEFeatures(Analysis):
         self.states: dict[str, SiteState] = {}
         self.loss_kind: str | None = None
         self.output_site: str | None = None
+        #: The model's vocabulary size V (the smoothing's a / V), read in setup.
+        self.vocab_size = 0
         self.notes: dict[str, str] = {}
         #: Per site, what the SAE itself records: its activation normalisation and the norms of
         #: its decoder columns (the bound assumes a unit-norm dictionary).
@@ -90,8 +93,9 @@ class SAEFeatures(Analysis):
 
     def default_data(self, adapter: Adapter) -> Any:
         """Calibration and held-out English (disjoint parts of the bundled corpus) and three OOD
-        sets: uniform random token ids and 15 % replaced tokens (both made from the held-out
-        rows, so lengths match), and Python standard-library source."""
+        sets as long as the held-out set, row for row: uniform random token ids and 15 % replaced
+        tokens (made from the held-out rows, paired with them by ``source_row``), and Python
+        standard-library source cut to the held-out lengths."""
         from geomlens.data.ood import feature_explosion_data
 
         if adapter.tokenizer is None:
@@ -103,7 +107,6 @@ class SAEFeatures(Analysis):
             adapter.tokenizer,
             calibration_rows=DEFAULT_CALIBRATION_ROWS,
             heldout_rows=DEFAULT_HELDOUT_ROWS,
-            ood_rows=DEFAULT_OOD_ROWS,
             max_tokens=DEFAULT_MAX_TOKENS,
         )
 
@@ -134,8 +137,10 @@ class SAEFeatures(Analysis):
         if not self.config.fidelity or adapter.backend == "recorded":
             return None
         offered = adapter.sites()
-        if "logits" in offered and adapter.is_causal_lm:
-            return "logits"
+        if LOGITS_SITE in offered and adapter.is_causal_lm and adapter.makes_head_sites:
+            # Each token's log-probability of the next, scored inside the pass: the passes never
+            # hold [B, T, vocab] logits.
+            return NEXT_TOKEN_SITE
         residual = adapter.residual_sites()
         return residual[-1] if residual else None
 
@@ -164,8 +169,15 @@ class SAEFeatures(Analysis):
             self._permutations[site] = torch.randperm(int(sae.cfg.d_sae), generator=generator)
         self.saes = checked
         self.output_site = self._output_site(adapter)
-        if self.output_site == "logits":
+        if self.output_site == NEXT_TOKEN_SITE:
             self.loss_kind = SMOOTHED_BITS
+            vocab = expected_widths(adapter).get("vocab")
+            if vocab is None:
+                raise ValueError(
+                    f"The smoothed-bits loss needs the vocabulary size of {adapter.model_id!r}, "
+                    "which its config and output head do not give."
+                )
+            self.vocab_size = int(vocab)
         elif self.output_site is not None:
             self.loss_kind = COSINE_FIDELITY
             self.notes["loss"] = (
@@ -254,6 +266,8 @@ class SAEFeatures(Analysis):
                 conditions,
                 threshold=self.config.threshold,
                 pool_top_k=self.config.pool_top_k,
+                activation=activation,
+                pairs=batch.columns.get("source_row"),
             )
             self._reconstruction_sums(state, activation, reconstruction, selection, conditions)
             del latents, reconstruction
@@ -380,16 +394,12 @@ class SAEFeatures(Analysis):
                     shuffled = self._spliced_pass(site, batch, inputs, keep)
         device = clean.device
         if self.loss_kind == SMOOTHED_BITS:
-            state.vocab_size = int(clean.shape[-1])
-            ids = inputs.input_ids
-            if ids is None:
-                raise ValueError("The smoothed-bits loss needs token ids (a text model's inputs).")
-            model_loss, predicted = smoothed_bits_per_sequence(
-                clean, ids, mask, self.config.smoothing
-            )
-            proxy_loss, _ = smoothed_bits_per_sequence(spliced, ids, mask, self.config.smoothing)
+            state.vocab_size = self.vocab_size
+            a, vocab = self.config.smoothing, self.vocab_size
+            model_loss, predicted = smoothed_bits_from_log_probs(clean, mask, a, vocab)
+            proxy_loss, _ = smoothed_bits_from_log_probs(spliced, mask, a, vocab)
             shuffled_loss = (
-                smoothed_bits_per_sequence(shuffled, ids, mask, self.config.smoothing)[0]
+                smoothed_bits_from_log_probs(shuffled, mask, a, vocab)[0]
                 if shuffled is not None
                 else torch.full_like(model_loss, math.nan)
             )

@@ -31,7 +31,8 @@ COSINE_FIDELITY = "final_hidden_cosine_distance"
 #: Default data sizes (rows) and truncation of ``default_data``.
 DEFAULT_CALIBRATION_ROWS = 128
 DEFAULT_HELDOUT_ROWS = 64
-DEFAULT_OOD_ROWS = 32
+#: Each OOD set has as many rows as the held-out set (row for row, so lengths match).
+DEFAULT_OOD_ROWS = DEFAULT_HELDOUT_ROWS
 DEFAULT_MAX_TOKENS = 64
 #: A pool within this fraction of the dictionary size is saturated (SSD ≈ m says nothing).
 POOL_SATURATION = 0.05
@@ -91,10 +92,16 @@ class SAEFeaturesConfig(AnalysisConfig):
         "was not folded in: sae-lens's factor (activations are multiplied by it before "
         "encoding). None: the SAE's own record; such an SAE without one is refused.",
     )
-    bootstrap: int = option(1000, "Bootstrap resamples of each AUROC's interval (0: none).")
-    confidence: float = option(0.95, "Coverage of the AUROC intervals.", low=0, high=1)
+    bootstrap: int = option(
+        1000,
+        "Not read: the AUROC intervals are Newcombe score intervals, which need no resamples "
+        "(kept so that older configs load).",
+    )
+    confidence: float = option(
+        0.95, "Coverage of the AUROC score intervals (Newcombe's, docs/sae.md).", low=0, high=1
+    )
     training: dict = option(
-        {}, "With sae=None: overrides of geomlens.sae.TrainingConfig (d_sae, tokens, ...)."
+        {}, "With sae=None: overrides of geomlens.sae.config.TrainingConfig (d_sae, tokens, ...)."
     )
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,7 +28,9 @@ Count = int | torch.Tensor  # a host number once settled, a 0-dim device tensor 
 Total = float | torch.Tensor
 
 #: Columns of :attr:`ConditionStats.pending_rows`.
-_ROW_COLUMNS = ("mean_k", "max_k", "lengths", "mean_k_content", "max_k_content")
+_ROW_COLUMNS = (
+    "mean_k", "max_k", "lengths", "mean_k_content", "max_k_content", "pairs", "norms",
+)  # fmt: skip
 _SUMS = (
     "tokens", "k_sum", "tokens_content", "k_sum_content", "special_tokens", "sink_tokens",
     "sinks_at_first_position", "residual_sq", "input_sq",
@@ -70,9 +72,16 @@ class ConditionStats:
     residual_sq: Total = 0.0
     input_sq: Total = 0.0
     input_sum: np.ndarray | torch.Tensor | None = None
+    #: Per input, the held-out row it is paired with (its ``source_row``; −1: none) and the
+    #: mean activation norm over its content tokens (NaN without one).
+    pairs: list[int] = field(default_factory=list)
+    norms: list[float] = field(default_factory=list)
     #: Per input, the latents active anywhere in it (np.packbits of a [m] bool); not kept for
     #: calibration rows, whose union is the pool itself.
     latents: list[np.ndarray] = field(default_factory=list)
+    #: Per input, its mean activation over content tokens (float64 [d]; NaN without one), for
+    #: the Mahalanobis baseline; not kept for calibration rows.
+    pooled: list[np.ndarray] = field(default_factory=list)
     #: Per input with a loss: (model loss, spliced loss, shuffled loss, predicted tokens).
     losses: list[tuple[float, float, float, int]] = field(default_factory=list)
     #: Not yet settled, per batch on the device: ``[n, 5]`` float64 (the columns of
@@ -81,6 +90,7 @@ class ConditionStats:
     #: token are dropped when settled).
     pending_rows: list[torch.Tensor] = field(default_factory=list)
     pending_latents: list[torch.Tensor] = field(default_factory=list)
+    pending_pooled: list[torch.Tensor] = field(default_factory=list)
     pending_losses: list[torch.Tensor] = field(default_factory=list)
 
     def add(self, name: str, value: torch.Tensor) -> None:
@@ -101,11 +111,13 @@ class ConditionStats:
             rows = _host(self.pending_rows)
             real = rows[:, 2] > 0
             for column, values in zip(_ROW_COLUMNS, rows[real].T):
-                kind = int if column in ("max_k", "lengths") else float
+                kind = int if column in ("max_k", "lengths", "pairs") else float
                 getattr(self, column).extend(kind(v) for v in values)
             if self.pending_latents:
                 self.latents.extend(row.copy() for row in _host(self.pending_latents)[real])
-            self.pending_rows, self.pending_latents = [], []
+            if self.pending_pooled:
+                self.pooled.extend(row.copy() for row in _host(self.pending_pooled)[real])
+            self.pending_rows, self.pending_latents, self.pending_pooled = [], [], []
         if self.pending_losses:
             losses = _host(self.pending_losses)
             self.losses.extend(
@@ -124,7 +136,8 @@ class ConditionStats:
     def merge(self, other: ConditionStats) -> None:
         self.settle()
         other.settle()
-        for name in ("mean_k", "max_k", "mean_k_content", "max_k_content", "lengths"):
+        for name in ("mean_k", "max_k", "mean_k_content", "max_k_content", "lengths", "pairs",
+                     "norms"):  # fmt: skip
             getattr(self, name).extend(getattr(other, name))
         for name in _SUMS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -134,6 +147,7 @@ class ConditionStats:
                 mine = getattr(self, name)
                 setattr(self, name, theirs.copy() if mine is None else mine + theirs)
         self.latents += other.latents
+        self.pooled += other.pooled
         self.losses += other.losses
 
     @property
@@ -231,11 +245,17 @@ def count_active(
     *,
     threshold: float,
     pool_top_k: int | None,
+    activation: torch.Tensor | None = None,
+    pairs: np.ndarray | None = None,
 ) -> None:
     """Fold one batch's latents into ``state``: k per token both ways (every real token, and
     content tokens only), lengths and excluded tokens, the latents that fired on in-distribution
     content, and the pool G from calibration rows (each latent's first calibration token) or,
     for other rows, the latents each used.
+
+    ``activation`` (the SAE's input, [B, T, d]) gives each input's mean content-token norm
+    and mean content activation (the baselines' scores); ``pairs`` each input's
+    ``source_row`` (None: −1, unpaired).
 
     Everything is computed and kept on the latents' device (the conditions, host labels, go
     there; nothing comes back): the state is read back when it settles, in finalize."""
@@ -268,9 +288,20 @@ def count_active(
             lengths.double(),
             torch.where(content_lengths > 0, k_sums_content.double() / content_lengths, nan),
             torch.where(content_lengths > 0, max_k_content, nan),
+            to_device(
+                np.full(len(conditions), -1.0) if pairs is None else np.asarray(pairs, float),
+                device,
+            ).double(),
+            torch.full_like(lengths, math.nan, dtype=torch.float64),
         ],
         dim=-1,
     )
+    pooled = None
+    if activation is not None:
+        x = torch.where(content[..., None], activation.detach().to(device, torch.float64), 0.0)
+        divisor = torch.where(content_lengths > 0, content_lengths.double(), nan)[:, None]
+        per_input[:, 6] = x.norm(dim=-1).sum(-1) / divisor[:, 0]
+        pooled = x.sum(1) / divisor
     special = selection.special.to(device).bool() & mask
     sink = selection.sink.to(device).bool() & mask
     first_real = mask.int().argmax(-1, keepdim=True)  # an empty row's 0 is not a sink (& mask)
@@ -298,6 +329,8 @@ def count_active(
             _first_calibration_tokens(state, used, mask[rows], lengths[rows])
         else:
             stats.pending_latents.append(pack_bits(used.any(1)))
+            if pooled is not None:
+                stats.pending_pooled.append(pooled[rows])
 
 
 def _first_calibration_tokens(

@@ -40,6 +40,8 @@ METRIC_SPECS: tuple[M, ...] = (
     M("token_mean_k_all", unit="latents"),
     M("auroc_content", "AUROC (content tokens)"),
     M("auroc_all", "AUROC (every token)"),
+    M("auroc_norm", "AUROC of the activation norm (baseline)"),
+    M("auroc_mahalanobis", "AUROC of the Mahalanobis distance (baseline)"),
     M("l0", "SAE L0", "latents"),
     M("dead_latents", "dead latents", "latents"),
     M("decoder_norm_spread", "decoder norm spread"),

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from geomlens.formatting import human_name, number
 from geomlens.results import Result
 
 
@@ -33,8 +34,20 @@ def plot_sae_features(result: Result) -> Any:
     return figure
 
 
+def token_variant(result: Result) -> str:
+    """Which tokens the figure and the reading both count: ``"content"`` (special tokens and
+    attention sinks left out) when the result has them, else ``"all"`` (an older result)."""
+    return "content" if result.tables.get("k_histogram_content") else "all"
+
+
 def _plot_histograms(ax: Any, result: Result, site: str, bins: int = 40) -> None:
-    rows = [r for r in result.tables.get("k_histogram", []) if r["site"] == site]
+    # The same tokens as the reading beside the figure: content tokens where the result has
+    # them (an attention sink's k would otherwise dominate every histogram and AUROC).
+    way = token_variant(result)
+    table, auroc_name = (
+        ("k_histogram_content", "auroc_content") if way == "content" else ("k_histogram", "auroc")
+    )
+    rows = [r for r in result.tables.get(table, []) if r["site"] == site]
     if not rows:
         return
     width = max(1, int(np.ceil((max(r["k"] for r in rows) + 1) / bins)))
@@ -44,12 +57,14 @@ def _plot_histograms(ax: Any, result: Result, site: str, bins: int = 40) -> None
         counts, _ = np.histogram(
             [r["k"] for r in mine], bins=edges, weights=[r["count"] for r in mine]
         )
-        auroc = result.metrics.get(f"{site}.auroc.{condition}")
-        label = condition + (f" (AUROC {auroc:.2f})" if auroc is not None else "")
+        auroc = result.metrics.get(f"{site}.{auroc_name}.{condition}")
+        shown = auroc is not None and auroc == auroc  # NaN: no AUROC to show
+        label = human_name(condition) + (f" (AUROC {number(auroc)})" if shown else "")
         ax.stairs(counts / counts.sum(), edges, label=label)
-    ax.set_xlabel("active latents per token, k")
-    ax.set_ylabel("fraction of tokens")
-    ax.set_title(site, fontsize=9)
+    tokens = "content tokens" if way == "content" else "every token"
+    ax.set_xlabel(f"active latents per token, k ({tokens})")
+    ax.set_ylabel(f"fraction of {tokens}")
+    ax.set_title(f"{site}: k and AUROC against held-out text, {tokens}", fontsize=9)
     ax.legend(fontsize=7)
 
 

@@ -22,7 +22,7 @@ def default_site(adapter: Adapter) -> str:
 
 def default_sae(adapter: Adapter, site: str, training: dict[str, Any]) -> tuple[Any, str]:
     """The cached (or freshly trained) SAE at ``site``, and a note saying which it was and with
-    which recipe; ``training`` overrides the model's default :class:`geomlens.sae.TrainingConfig`
+    which recipe; ``training`` overrides the model's default :class:`geomlens.sae.config.TrainingConfig`
     (:func:`geomlens.sae.config.default_training`: one for causal LMs, one for encoders)."""
     from geomlens.sae.config import default_corpus_name, default_training
     from geomlens.sae.training import cached_sae, corpus_texts

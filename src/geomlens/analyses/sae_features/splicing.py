@@ -11,7 +11,11 @@ from geomlens.inputs.encoding import to_device
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (``reconstruct`` is the
 #: analysis's own).
-__all__ = ["cosine_distance_per_sequence", "smoothed_bits_per_sequence"]
+__all__ = [
+    "cosine_distance_per_sequence",
+    "smoothed_bits_from_log_probs",
+    "smoothed_bits_per_sequence",
+]
 
 
 def reconstruct(
@@ -68,6 +72,22 @@ def smoothed_bits_per_sequence(
     bits = -torch.log2((1.0 - a) * p + a / vocab)
     counts = valid.sum(-1)
     # Selected, not multiplied: anything at a padded position (even NaN) never reaches a mean.
+    means = torch.where(valid, bits, 0.0).sum(-1) / counts.clamp(min=1)
+    return means, counts
+
+
+def smoothed_bits_from_log_probs(
+    log_probs: torch.Tensor, mask: torch.Tensor, a: float, vocab: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`smoothed_bits_per_sequence` from each token's log-probability of the next
+    (``[B, T]``, the ``logits.next_token_logprob`` site scored inside the pass) and the
+    vocabulary size ``vocab``: the same arithmetic without the [B, T, V] logits."""
+    if vocab < 1:
+        raise ValueError(f"The smoothed-bits loss needs the vocabulary size; got {vocab}.")
+    p = log_probs[:, :-1].to(torch.float64).exp()
+    valid = (mask[:, :-1].bool() & mask[:, 1:].bool()).to(log_probs.device)
+    bits = -torch.log2((1.0 - a) * p + a / vocab)
+    counts = valid.sum(-1)
     means = torch.where(valid, bits, 0.0).sum(-1) / counts.clamp(min=1)
     return means, counts
 

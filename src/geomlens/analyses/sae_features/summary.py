@@ -40,7 +40,7 @@ def summarize_site(
     notes: dict[str, str] | None = None,
 ) -> None:
     """Add one site's metrics and table rows: P, SSD, k per condition both ways, η̂, ε̂_loss,
-    OOD AUROC with intervals (bootstrap seeded by ``seed``), the SAE's quality (``provenance``:
+    OOD AUROC with score intervals, beside the baselines' (norm, Mahalanobis), the SAE's quality (``provenance``:
     what :meth:`SAEFeatures.setup` read off the SAE), and the bound when a causal LM's held-out
     loss is there. A saturated pool adds a line to ``notes``."""
     pool = state.pool
@@ -173,28 +173,49 @@ def add_aurocs(
     metrics: dict[str, float],
     row: dict[str, Any],
 ) -> None:
-    """AUROC of this condition against held-out, by mean and max k, both ways, each with a
-    stratified bootstrap interval (``geomlens.stats.auroc_interval``)."""
-    from geomlens.stats import auroc, auroc_interval
+    """AUROC of this condition against held-out, by mean and max k, both ways, and by the two
+    baselines on the raw activations (mean content-token norm, Mahalanobis distance of the mean
+    content activation to the held-out rows); each with Newcombe's score interval
+    (``geomlens.stats.auroc_score_interval``), paired when every row of the condition was made
+    from its own held-out row (``source_row``) and every held-out row has one."""
+    from geomlens.stats import auroc, auroc_score_interval
 
-    scores: dict[tuple[str, str], tuple[Sequence[float], Sequence[float]]] = {
+    order = pairing(heldout, stats)
+    row["paired_with_source"] = order is not None
+    row["negatives"] = len(heldout.mean_k)
+    scores: dict[
+        tuple[str, str], tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]
+    ] = {
         ("mean", "all"): (heldout.mean_k, stats.mean_k),
         ("max", "all"): (heldout.max_k, stats.max_k),
         ("mean", "content"): (heldout.mean_k_content, stats.mean_k_content),
         ("max", "content"): (heldout.max_k_content, stats.max_k_content),
+        ("norm", "baseline"): (heldout.norms, stats.norms),
     }
+    distances = mahalanobis_scores(heldout, stats)
+    if distances is not None:
+        scores[("mahalanobis", "baseline")] = distances
     for (score, way), (scores_out, scores_in) in scores.items():
-        negatives, positives = _finite(scores_out), _finite(scores_in)
+        negatives, positives = np.asarray(scores_out, float), np.asarray(scores_in, float)
+        paired = False
+        if order is not None:  # pair i: held-out row i and the row made from it
+            negatives, positives = negatives[order[0]], positives[order[1]]
+            both = np.isfinite(negatives) & np.isfinite(positives)
+            negatives, positives, paired = negatives[both], positives[both], True
+        negatives, positives = _finite(negatives), _finite(positives)
         if len(negatives) == 0 or len(positives) == 0:
             continue
         value = float(auroc(negatives, positives))
-        low, high = auroc_interval(
-            negatives,
-            positives,
-            resamples=config.bootstrap,
-            confidence=config.confidence,
-            seed=seed,
+        low, high = auroc_score_interval(
+            negatives, positives, confidence=config.confidence, paired=paired
         )
+        if way == "baseline":
+            key = f"auroc_{score}"
+            row[key], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = value, low, high
+            metrics[f"{site}.{key}.{name}"] = value
+            metrics[f"{site}.{key}_ci_low.{name}"] = low
+            metrics[f"{site}.{key}_ci_high.{name}"] = high
+            continue
         suffix = "" if way == "all" else "_content"
         row[f"auroc_{score}_k{suffix}"] = value
         row[f"auroc_{score}_k{suffix}_ci_low"], row[f"auroc_{score}_k{suffix}_ci_high"] = (
@@ -207,6 +228,48 @@ def add_aurocs(
             metrics[f"{site}.auroc_{way}_ci_high.{name}"] = high
             if way == "all":  # the deprecated name (CHANGELOG.md)
                 metrics[f"{site}.auroc.{name}"] = value
+
+
+def pairing(heldout: ConditionStats, stats: ConditionStats) -> tuple[np.ndarray, ...] | None:
+    """Index orders putting held-out row i beside the row made from it, or None when the
+    condition is not paired one to one with the whole held-out set (a row without a source,
+    a source used twice, or a held-out row left without its partner)."""
+    negatives, positives = np.asarray(heldout.pairs, int), np.asarray(stats.pairs, int)
+    if len(negatives) != len(positives) or len(negatives) < 2 or (positives < 0).any():
+        return None
+    if len(set(negatives.tolist())) != len(negatives):
+        return None
+    if sorted(negatives.tolist()) != sorted(positives.tolist()):
+        return None
+    return np.argsort(negatives, kind="stable"), np.argsort(positives, kind="stable")
+
+
+def mahalanobis_scores(
+    heldout: ConditionStats, stats: ConditionStats
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each input's squared Mahalanobis distance from its mean content activation to the
+    held-out rows' (Ledoit–Wolf shrunk covariance, so it exists with fewer rows than
+    dimensions): a held-out row is scored against the other held-out rows (leave one out),
+    an OOD row against all of them. None without the activations (or three held-out rows)."""
+    from sklearn.covariance import LedoitWolf
+
+    if not heldout.pooled or len(stats.pooled) != len(stats.mean_k):
+        return None
+    reference = np.stack(heldout.pooled)
+    usable = np.isfinite(reference).all(1)
+    if usable.sum() < 3:
+        return None
+    fitted = LedoitWolf().fit(reference[usable])
+    candidates = np.stack(stats.pooled)
+    ok = np.isfinite(candidates).all(1)
+    positives = np.full(len(candidates), np.nan)
+    positives[ok] = fitted.mahalanobis(candidates[ok])
+    negatives = np.full(len(reference), np.nan)
+    for i in np.flatnonzero(usable):
+        others = usable.copy()
+        others[i] = False
+        negatives[i] = LedoitWolf().fit(reference[others]).mahalanobis(reference[i : i + 1])[0]
+    return negatives, positives
 
 
 def add_quality(
@@ -318,6 +381,6 @@ def _nanmean(values: Sequence[float]) -> float:
     return float(finite.mean()) if len(finite) else math.nan
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     return array[np.isfinite(array)]

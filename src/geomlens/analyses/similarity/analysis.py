@@ -31,9 +31,10 @@ from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
 from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
-from geomlens.data.stimuli import years
+from geomlens.data.stimuli import default_years
 from geomlens.formatting import distance_unit
 from geomlens.models.adapter import Adapter
+from geomlens.models.sites import LAST_LOGITS_SITE
 from geomlens.results import Result
 
 from .example import EXAMPLE
@@ -146,7 +147,8 @@ class Similarity(Analysis):
                     f"{LOGITS_SITE!r}), which {adapter.model_id!r} does not offer: it has no LM "
                     "head. Use a causal LM, or mode='representational'."
                 )
-            return [LOGITS_SITE]
+            # The last real token's logits, made inside the pass: [B, vocab], never [B, T, vocab].
+            return [LAST_LOGITS_SITE if adapter.makes_head_sites else LOGITS_SITE]
         defaults = adapter.residual_sites()
         return defaults or adapter.sites()
 
@@ -156,15 +158,15 @@ class Similarity(Analysis):
         return ("coordinate",)
 
     def default_data(self, adapter: Adapter) -> Any:
-        """Years 1500–2000 every 10 years in three templates (153 texts); behavioural: the
-        shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
+        """Every year 1901–2000 in three templates (300 texts; see
+        :func:`geomlens.data.stimuli.default_years`); behavioural: the shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
         if self.config.mode == "behavioural":
             return shipped_choice_set(
                 self.config.choice_set,
                 tokenizer=adapter.tokenizer,
                 chat=self.config.chat_template,
             )
-        return years().as_data()
+        return default_years().as_data()
 
     def update(self, batch: Batch) -> None:
         if "metric" in batch.columns and self.data_metric is None:
@@ -228,8 +230,10 @@ class Similarity(Analysis):
         coordinates = self.pooled.row_coordinates()[1] if self.pooled else None
         return [{"metric": str(self.metric(coordinates)), "from": source}]
 
-    def site_similarities(self) -> list[SiteSimilarity]:
-        """Per site: the stimuli (rows grouped by coordinate) and their similarity matrix."""
+    def site_similarities(self, similarity: str | None = None) -> list[SiteSimilarity]:
+        """Per site: the stimuli (rows grouped by coordinate) and their similarity matrix
+        (``similarity``: one of :data:`SIMILARITIES`, default the configured one)."""
+        how = similarity or self.config.similarity
         if not self.pooled:
             raise ValueError(f"{self.name} saw no data; give stimuli with a 'coordinate' column.")
         measured = []
@@ -244,7 +248,7 @@ class Similarity(Analysis):
             # not silently replaced); by default lists of numbers are positions (euclidean).
             metric = parse_metric(self.metric(stimuli.coordinates))
             distances = np.round(metric(stimuli.coordinates), 12)
-            similarity = similarity_matrix(stimuli.vectors, self.config.similarity)
+            matrix = similarity_matrix(stimuli.vectors, how)
             if stimuli.row_vectors is not None:  # a copy would be "the same stimulus, another text"
                 refuse_duplicates(
                     self.name,
@@ -257,8 +261,8 @@ class Similarity(Analysis):
                     effect="each copy would count as its stimulus seen in another text, pulling "
                     "g0_across_texts toward 1",
                 )
-            texts = across_texts(stimuli, self.config.similarity)
-            measured.append(SiteSimilarity(site, stimuli.coordinates, distances, similarity, texts))
+            texts = across_texts(stimuli, how)
+            measured.append(SiteSimilarity(site, stimuli.coordinates, distances, matrix, texts))
         return measured
 
     # -- figure -------------------------------------------------------------------------------
@@ -411,7 +415,9 @@ def profile_metrics(site: str, rows: list[dict[str, float]], stimuli: int) -> di
     return {
         f"{site}.stimuli": float(stimuli),
         f"{site}.g_nearest": float(means[0]),
+        f"{site}.g_nearest_pairs": float(rows[0]["count"]),
         f"{site}.g_farthest": float(means[-1]),
+        f"{site}.g_farthest_pairs": float(rows[-1]["count"]),
         f"{site}.zero_crossing": float(distances[below[0]]) if len(below) else float("nan"),
     }
 

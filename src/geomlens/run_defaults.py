@@ -1,0 +1,14 @@
+"""The run's defaults, in a module that imports nothing: the command line's options and its
+``--help`` read them without loading torch (``inputs.batches`` and ``models.attach`` take
+theirs from here, so there is one value of each)."""
+
+from __future__ import annotations
+
+#: Rows per forward pass of ``gl.run``, ``geomlens run`` and the report.
+DEFAULT_BATCH_SIZE = 32
+#: Tokens kept per row (None: every token, up to the model's position table).
+DEFAULT_MAX_LENGTH: int | None = None
+#: The backend a model name is loaded with.
+DEFAULT_BACKEND = "nnsight"
+#: The model of ``gl.load()`` with no name: the bundled all-MiniLM-L6-v2.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"

@@ -1,0 +1,146 @@
+"""The guards a number passes before it is read: each refuses exactly the planted bad values
+(an interval over chance, a scale off its range or under its grid, a share or a cosine out of
+bounds, a loss worse than guessing, too few pairs) and lets the good ones through."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from geomlens.analyses.guards import (
+    AT_CHANCE,
+    at_chance,
+    below_uniform_loss,
+    chance_interval,
+    digit_split_years,
+    enough,
+    is_null,
+    profile_grid,
+    profile_span,
+    resolved_scale,
+    within,
+)
+from geomlens.analyses.spec import MetricSpec
+from geomlens.formatting import describe_metrics, metric_value
+from geomlens.results import Result
+
+SITE = "blocks.2.hook_resid_post"
+
+
+def _result(analysis: str = "planted", **metrics: float) -> Result:
+    return Result(
+        analysis,
+        metrics={f"{SITE}.{k}": v for k, v in metrics.items()},
+        provenance={"sites": [SITE]},
+    )
+
+
+def test_an_interval_over_chance_is_at_chance_and_one_beside_it_is_read():
+    guard = at_chance(0.5)
+    over = _result(p=0.499, p_ci_low=0.47, p_ci_high=0.53)
+    beside = _result(p=0.62, p_ci_low=0.55, p_ci_high=0.69)
+    assert guard(over, f"{SITE}.p") == AT_CHANCE
+    assert guard(beside, f"{SITE}.p") is None
+
+
+def test_chance_from_a_standard_error_matches_a_binomial_recomputation():
+    # 400 coin flips: p̂ = 0.52, se = sqrt(p(1-p)/n); its 95 % interval contains 0.5.
+    rng = np.random.default_rng(3)
+    flips = rng.random(400) < 0.5
+    p = float(flips.mean())
+    se = math.sqrt(p * (1 - p) / len(flips))
+    result = _result(p=p, p_se=se)
+    low, high = chance_interval(result, f"{SITE}.p")
+    assert low == pytest.approx(p - 1.959964 * se) and high == pytest.approx(p + 1.959964 * se)
+    assert at_chance(0.5)(result, f"{SITE}.p") == AT_CHANCE
+    sure = _result(p=0.9, p_se=0.01)
+    assert at_chance(0.5)(sure, f"{SITE}.p") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [(0.5, False), (1.0, False), (0.0, False), (2.18, True), (-0.3, True)],
+)
+def test_a_share_outside_zero_to_one_is_a_measurement_failure(value, refused):
+    words = within(0.0, 1.0, "a share")(_result(share=value), f"{SITE}.share")
+    assert (words is not None) == refused
+    if refused:
+        assert words.startswith("measurement failure") and "not read" in words
+
+
+def test_a_cosine_offset_below_minus_one_is_refused():
+    guard = within(-1.0, 1.0, "a cosine")
+    assert guard(_result(offset=-1.35), f"{SITE}.offset") is not None
+    assert guard(_result(offset=-0.35), f"{SITE}.offset") is None
+
+
+def test_a_scale_beyond_the_range_or_under_the_grid_is_unresolved_with_the_range():
+    guard = resolved_scale(1500.0, 2000.0, grid=10.0, unit=lambda result: "years")
+    beyond = guard(_result(epsilon=2465.0), f"{SITE}.epsilon")
+    under = guard(_result(epsilon=1.01), f"{SITE}.epsilon")
+    missing = guard(_result(epsilon=math.nan), f"{SITE}.epsilon")
+    assert beyond.startswith("unresolved") and "1,500 years to 2,000 years" in beyond
+    assert under.startswith("unresolved") and "grid spacing of 10 years" in under
+    assert missing.startswith("unresolved")
+    assert guard(_result(epsilon=166.0), f"{SITE}.epsilon") is None
+
+
+def test_a_loss_worse_than_a_uniform_guess_is_refused_against_log_v():
+    vocabulary = 49_152.0  # SmolLM2's: log V = 10.80 nats
+    guard = below_uniform_loss(vocabulary)
+    assert math.log(vocabulary) == pytest.approx(10.8025, abs=1e-3)
+    refused = guard(_result(loss=13.1), f"{SITE}.loss")
+    assert refused is not None and "10.8 nats" in refused
+    assert guard(_result(loss=4.65), f"{SITE}.loss") is None
+    bits = below_uniform_loss(vocabulary, unit="bits")  # log2 V = 15.58 bits
+    assert bits(_result(loss=15.0), f"{SITE}.loss") is None
+    assert bits(_result(loss=16.0), f"{SITE}.loss") is not None
+
+
+def test_a_statistic_from_too_few_pairs_says_its_count():
+    guard = enough("pairs_far", 5, "pairs")
+    one = guard(_result(g_far=0.0843, pairs_far=1.0), f"{SITE}.g_far")
+    assert one is not None and "only 1 pair" in one
+    assert guard(_result(g_far=0.0843, pairs_far=40.0), f"{SITE}.g_far") is None
+
+
+def test_digit_split_years_are_named_for_a_model_that_splits_them():
+    years = Result("resolution", provenance={"data": "Years 1500–2000", "years_digit_tokens": True})
+    words = digit_split_years(years)
+    assert words is not None and "every 100 years" in words
+    assert digit_split_years(Result("resolution", provenance={"data": "Years 1500–2000"})) is None
+    assert digit_split_years(Result("resolution", provenance={"data": "colours"})) is None
+
+
+def test_metric_value_reads_the_guard_of_the_results_own_analysis():
+    """Two analyses may both name a metric p: each result is guarded by its own analysis's
+    spec, so a guard on one never refuses (or lets through) the other's number."""
+    describe_metrics((MetricSpec("p_guarded", guards=(at_chance(0.5),)),), "guarded-one")
+    describe_metrics((MetricSpec("p_guarded"),), "plain-one")
+    metrics = {f"{SITE}.p_guarded": 0.5, f"{SITE}.p_guarded_ci_low": 0.4,
+               f"{SITE}.p_guarded_ci_high": 0.6}  # fmt: skip
+    guarded = Result("guarded-one", metrics=metrics, provenance={"sites": [SITE]})
+    plain = Result("plain-one", metrics=metrics, provenance={"sites": [SITE]})
+    assert metric_value(guarded, f"{SITE}.p_guarded") == AT_CHANCE
+    assert metric_value(plain, f"{SITE}.p_guarded") == "0.5"
+    assert is_null(metric_value(guarded, f"{SITE}.p_guarded"))
+    assert not is_null(metric_value(plain, f"{SITE}.p_guarded"))
+
+
+def test_the_scale_guard_reads_the_range_and_grid_of_the_measured_profile():
+    rows = [{"site": SITE, "distance": d, "mean": 0.0} for d in (10.0, 20.0, 30.0, 500.0)]
+    rows.append({"site": "blocks.9.hook_resid_post", "distance": 9000.0, "mean": 0.0})
+    result = Result(
+        "planted", metrics={f"{SITE}.epsilon": 2465.0}, tables={"g_of_d": rows},
+        provenance={"sites": [SITE]},
+    )  # fmt: skip
+    key = f"{SITE}.epsilon"
+    assert profile_span(result, key) == 500.0 and profile_grid(result, key) == 10.0
+    guard = resolved_scale(0.0, profile_span, profile_grid)
+    assert guard(result, key).startswith("unresolved: outside the range")
+    result.metrics[key] = 5.0
+    assert guard(result, key).startswith("unresolved: below the grid spacing of 10")
+    result.metrics[key] = 166.0
+    assert guard(result, key) is None
