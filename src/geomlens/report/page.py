@@ -85,9 +85,9 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
     section["summary"] = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     section["headline"] = readings.headline(result)
     section["table"] = headline_table(result)
+    sites = readings.result_sites(result)  # once: it reads every metric name
     section["metrics"] = [
-        (metric_label(key, readings.result_sites(result)), metric_value(result, key, 4))
-        for key in result.metrics
+        (metric_label(key, sites), metric_value(result, key, 4)) for key in result.metrics
     ]
     section["cost_detail"] = cost_detail(result.provenance or {})
     return section
