@@ -153,8 +153,16 @@ def _module_target(block: torch.nn.Module, layer: int) -> ActivationTarget:
         name.split(".")[-1] in ("gate_proj", "gate", "wi_0", "w1")
         for name, _ in mlp.named_modules()
     )
-    # The bridge keeps the HF module under `_original_component`; name it as HF does.
-    where = ".".join(p for p in (mlp_path, path) if p).replace("_original_component.", "")
+    # Named as Hugging Face names it inside the block, on every backend: the bridge keeps the
+    # HF modules under `_original_component` and may reach the same module through its own
+    # wrapper (`mlp._original_component.…`), so the shortest of its names without the
+    # bridge's segments is the HF path.
+    names = [
+        name.replace("_original_component.", "")
+        for name, found_module in block.named_modules(remove_duplicate=False)
+        if found_module is module
+    ]
+    where = min(names, key=lambda name: (name.count("."), len(name)))
     return ActivationTarget(layer, module, where, module=module, gated=gated)
 
 
