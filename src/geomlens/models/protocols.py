@@ -8,7 +8,7 @@ importing the class: no file of ``models/`` or ``inputs/`` imports one that impo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -18,6 +18,10 @@ from geomlens.inputs.encoding import ModelInputs, PaddingSide
 
 if TYPE_CHECKING:
     from geomlens.data.dataset import Dataset
+
+
+#: An edit of one activation (as :data:`geomlens.models.adapter.EditFn`).
+EditFn = Callable[[torch.Tensor], torch.Tensor]
 
 
 class ModelAdapter(Protocol):
@@ -56,6 +60,6 @@ class ModelAdapter(Protocol):
 
     def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]: ...
 
-    def intervene(
-        self, site: str, edit: Callable[[torch.Tensor], torch.Tensor]
-    ) -> contextlib.AbstractContextManager[None]: ...
+    @contextlib.contextmanager
+    def intervene(self, site: str, edit: EditFn) -> Iterator[None]:
+        yield
