@@ -190,9 +190,16 @@ def test_the_abstraction_analysis_ignores_scale_and_rotation(scale, seed):
         return {k: v for k, v in result.metrics.items() if "alpha" in k and "p_value" not in k}
 
     base = alpha(rows)
-    assert base and all(-1 <= v <= 1 for v in base.values())
+    # Every raw α is a cosine. The corrected α is a disattenuated one (divided by split-half
+    # reliabilities), so noise can carry it past 1, and it is NaN (with its reason) where a
+    # reliability is not positive.
+    raw = {k: v for k, v in base.items() if "corrected" not in k}
+    assert raw and all(-1 <= v <= 1 for v in raw.values())
     for transformed in (scale * rows, rows @ rotation):
         got = alpha(transformed)
         assert got.keys() == base.keys()
         for key, value in base.items():
-            assert got[key] == pytest.approx(value, abs=1e-8), key
+            # The corrected α divides by split-half reliabilities and the null's percentile
+            # is taken over label-shuffled cosines: both carry rounding a little further.
+            tolerance = 1e-6 if "corrected" in key or "null" in key else 1e-8
+            assert got[key] == pytest.approx(value, abs=tolerance, nan_ok=True), key
