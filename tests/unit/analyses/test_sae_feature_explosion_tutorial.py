@@ -33,7 +33,7 @@ def test_tutorial_runs_on_cpu(tmp_path, capsys):
         [
             "--model", str(tmp_path / "model"), "--sae", str(tmp_path / "sae"),
             "--device", "cpu", "--backend", "transformer-lens", "--calibration-rows", "6", "--heldout-rows", "6",
-            "--ood-rows", "4", "--max-tokens", "20", "--batch-size", "8", "--out", str(out),
+            "--max-tokens", "20", "--batch-size", "8", "--out", str(out),
         ]
     )  # fmt: skip
     printed = capsys.readouterr().out
@@ -61,7 +61,7 @@ def test_tutorial_trains_its_own_sae_when_none_is_published(tmp_path, capsys, mo
             "--model", str(tmp_path / "model"), "--sae", "train", "--backend", "nnsight",
             "--device", "cpu", "--train-tokens", "512", "--train-d-sae", "64",
             "--train-passes", "1", "--calibration-rows", "6", "--heldout-rows", "6",
-            "--ood-rows", "4", "--max-tokens", "20", "--batch-size", "8",
+            "--max-tokens", "20", "--batch-size", "8",
             "--out", str(tmp_path / "out"),
         ]
     )  # fmt: skip

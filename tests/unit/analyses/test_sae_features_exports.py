@@ -10,7 +10,7 @@ PUBLIC = {
     "CALIBRATION", "COSINE_FIDELITY", "DEFAULT_CALIBRATION_ROWS", "DEFAULT_HELDOUT_ROWS",
     "DEFAULT_MAX_TOKENS", "DEFAULT_OOD_ROWS", "HELDOUT", "NEVER", "POOL_SATURATION",
     "SMOOTHED_BITS", "ConditionStats", "SAEFeatures", "SAEFeaturesConfig", "SiteState",
-    "cosine_distance_per_sequence", "smoothed_bits_per_sequence",
+    "cosine_distance_per_sequence", "smoothed_bits_from_log_probs", "smoothed_bits_per_sequence",
 }  # fmt: skip
 
 
