@@ -172,6 +172,11 @@ def _planted_resolution(p_s: float, p_i: float) -> gl.Result:
     return gl.Result(
         "resolution",
         metrics={
+            # the grid the scales were resolved on (the reading names d₁ and guards each scale)
+            f"{site}.first_distance": 1.0,
+            f"{site}.max_distance": 99.0,
+            f"{site}.g_first": 0.9,
+            f"{site}.amplitude": 0.1,
             f"{site}.epsilon": 37.5,
             f"{site}.epsilon_ci_low": 30.0,
             f"{site}.epsilon_ci_high": 45.0,
@@ -180,6 +185,7 @@ def _planted_resolution(p_s: float, p_i: float) -> gl.Result:
             f"{site}.p_identification": p_i,
             f"{site}.front_distance": 0.0,
         },
+        tables={"fits": [{"site": site, "family": "exponential", "chosen": True}]},
     )
 
 
@@ -190,13 +196,17 @@ def test_resolution_reading_and_theory_point_say_what_was_planted(tmp_path):
     )
     text = " ".join(read(result))
     assert "ε = 37.5" in text and "30 to 45" in text and "Δ = 0.125" in text
+    assert "d₁ = 1" in text and "Main metrics" not in text and "hook_resid_post." not in text
     figure = pareto_with_model({"resolution": result}, tmp_path / "front.png")
     words = " ".join(figure.reading)
     assert "b = 0.3 " in words and "trade-off" in words
     assert (tmp_path / "front.png").stat().st_size > 5_000
-    off_front = _planted_resolution(0.5, 0.5)  # both at chance: b = 1, interference
+    off_front = _planted_resolution(0.6, 0.6)  # both near chance: b near 1, interference
     words = " ".join(pareto_with_model({"r": off_front}, tmp_path / "f2.png").reading)
     assert "interference" in words
+    at_chance = _planted_resolution(0.5, 0.5)  # both at chance: no place on the front is read
+    words = " ".join(pareto_with_model({"r": at_chance}, tmp_path / "f3.png").reading)
+    assert "at chance" in words and "not read" in words and "interference" not in words
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from geomlens.cli import app
 from geomlens.data.prompts import choice_prompts
 from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, QUICK_LANGUAGE_PAIRS
+from geomlens.report.folder import MANIFEST, MANIFEST_FORMAT, sha256_of
 from geomlens.report.plan import QUICK_OPTIONS, build_analysis, quick_subset
 from geomlens.sae.cache import cache_entry
 from geomlens.sae.config import TrainingConfig, default_corpus_name
@@ -36,6 +37,12 @@ def test_quick_report_has_its_own_folder_and_says_what_it_overwrites(tmp_path, m
     (full / "results.json").write_text(
         json.dumps({"provenance": {"quick": False, "started_utc": "2026-01-01T00:00:00+00:00"}})
     )
+    # An earlier full report as geomlens leaves it: its manifest proves the file is geomlens's.
+    (full / MANIFEST).write_text(
+        json.dumps(
+            {"format": MANIFEST_FORMAT, "files": {"results.json": [sha256_of(full / "results.json")]}}
+        )
+    )
     ran = CliRunner().invoke(app, ["report", "--quick", "--analysis", "activation-stats"])
     assert ran.exit_code == 0, ran.output
     assert (tmp_path / "report-quick" / "index.html").exists()
@@ -45,6 +52,14 @@ def test_quick_report_has_its_own_folder_and_says_what_it_overwrites(tmp_path, m
     )
     assert again.exit_code == 0, again.output
     assert "overwrit" in again.output and "full report" in again.output
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "results.json").write_text("{}")  # a file geomlens did not write: never replaced
+    refused = CliRunner().invoke(
+        app, ["report", "--quick", "--out", str(mine), "--analysis", "activation-stats"]
+    )
+    assert refused.exit_code == 2 and "did not write" in refused.output
+    assert (mine / "results.json").read_text() == "{}"
 
 
 def test_quick_subset_keeps_whole_trials_in_every_rotation_and_both_tests():

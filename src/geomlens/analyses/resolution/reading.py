@@ -47,6 +47,9 @@ def reading(result: Result) -> list[str]:
     def shown(name: str) -> str:
         return metric_value(result, f"{site}.{name}")
 
+    def interval(name: str) -> str:
+        return _interval(result, f"{site}.{name}")
+
     unit = distance_unit(result)
     d1 = quantity(metric("first_distance"), unit)
     similarity = str(result.config.get("similarity", "centred-cosine"))
@@ -68,7 +71,7 @@ def reading(result: Result) -> list[str]:
         lines.append(
             f"The measured g is halfway from 1 to its far level at d = {shown('half_width')} "
             f"(interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
-            f"resamples give 95 % interval {_interval(result, 'half_width')}, each end with its "
+            f"resamples give 95 % interval {interval('half_width')}, each end with its "
             "Monte-Carlo error)."
         )
     elif width_censored < 0:
@@ -83,7 +86,7 @@ def reading(result: Result) -> list[str]:
     if family and family != "flat":
         lines.append(
             f"The lowest-AIC fit ({family} family, with the measured g(0) = 1) gives ε = "
-            f"{shown('epsilon')} (95 % interval {_interval(result, 'epsilon')}) and a noise "
+            f"{shown('epsilon')} (95 % interval {interval('epsilon')}) and a noise "
             f"floor Δ = {shown('delta')}."
         )
     if family == "two-scale":
