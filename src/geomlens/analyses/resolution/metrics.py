@@ -5,10 +5,28 @@ a search bound or beyond the stimulus range instead of a number (see :mod:`geoml
 
 from __future__ import annotations
 
+from typing import Any
+
+from geomlens.analyses.guards import resolved_scale
 from geomlens.analyses.scale_guards import bounded_ball, floor_by_construction, unresolved_scale
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.formatting import distance_unit
 
-SCALE = (unresolved_scale,)
+#: A censored scale reads "< d₁ …" or "> bound …"; an uncensored one (a fitted ε may lie anywhere
+#: up to the search bound, 4 × the largest distance) is refused outside the stimuli's distances
+#: (0 to the largest) or below the grid's first distance: "unresolved" with the range.
+_IN_RANGE = resolved_scale(0.0, "max_distance", "first_distance", unit=distance_unit)
+
+
+def _in_range(result: Any, key: str) -> str | None:
+    """:func:`resolved_scale` for a scale the result holds (NaN, no fit: "unresolved" with the
+    range); a key the result does not hold stays missing."""
+    if key not in result.metrics:
+        return None
+    return _IN_RANGE(result, key)
+
+
+SCALE = (unresolved_scale, _in_range)
 
 METRIC_SPECS: tuple[M, ...] = (
     M("first_distance", "first distance d₁ (the grid's spacing)", "distance", headline=True),
