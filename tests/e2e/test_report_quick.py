@@ -40,7 +40,10 @@ def test_quick_report_has_its_own_folder_and_says_what_it_overwrites(tmp_path, m
     # An earlier full report as geomlens leaves it: its manifest proves the file is geomlens's.
     (full / MANIFEST).write_text(
         json.dumps(
-            {"format": MANIFEST_FORMAT, "files": {"results.json": [sha256_of(full / "results.json")]}}
+            {
+                "format": MANIFEST_FORMAT,
+                "files": {"results.json": [sha256_of(full / "results.json")]},
+            }
         )
     )
     ran = CliRunner().invoke(app, ["report", "--quick", "--analysis", "activation-stats"])
