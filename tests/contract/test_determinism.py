@@ -11,15 +11,11 @@ import pytest
 import torch
 from helpers.saved_models import saved_model
 from helpers.tiny_models import tiny_gpt2
-from sae_lens.saes.sae import SAEMetadata
-from sae_lens.saes.standard_sae import StandardSAE, StandardSAEConfig
+from sae_lens import SAE
 from typer.testing import CliRunner
 
 from geomlens.analyses.registry import analysis_class, builtin_analyses
 from geomlens.cli import app
-
-SITE = "blocks.1.hook_resid_post"
-WORDS = ["king", "queen", "man", "woman", "boy", "girl", "cat", "dog", "fox", "bird"]
 
 
 def timing_free(result: dict) -> dict:
@@ -29,63 +25,41 @@ def timing_free(result: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> dict[str, Path]:
-    """A saved tiny GPT-2, an SAE for its last residual stream, and data with every column."""
-    folder = tmp_path_factory.mktemp("determinism")
-    torch.manual_seed(0)
-    sae = StandardSAE(StandardSAEConfig(d_in=32, d_sae=24, metadata=SAEMetadata(hook_name=SITE)))
-    sae.save_model(str(folder / "sae"))
-    rows = []
-    for context_number, context in enumerate(("on the mat", "in the house", "by the river")):
-        for number, word in enumerate(WORDS[:8]):
-            rows.append(
-                {
-                    "text": f"the {word} sat {context}",
-                    # A binary concept present in every context (as abstraction / CCGP need).
-                    "concept": "royal" if word in ("king", "queen", "boy") else "plain",
-                    "context": context,
-                    "coordinate": float(number + 2 * context_number),
-                    "condition": ("calibration", "heldout", "noise")[context_number],
-                }
-            )
+def model(tmp_path_factory) -> Path:
+    """The contract checks' tiny GPT-2, saved as a user's model folder."""
+    return saved_model(tmp_path_factory.mktemp("determinism") / "model", tiny_gpt2)
+
+
+def command_line(name: str, folder: Path) -> list[str]:
+    """The analysis's own example (its rows and options, the ones every contract check uses) as
+    a user gives it on the command line: a .jsonl file, and ``--option KEY=VALUE`` with an SAE
+    saved to a folder."""
+    example = analysis_class(name).example
     data = folder / "data.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return {
-        "model": saved_model(folder / "model", tiny_gpt2),
-        "sae": folder / "sae",
-        "data": data,
-        "folder": folder,
-    }
+    data.write_text("".join(json.dumps(row) + "\n" for row in example.rows()))
+    options: dict[str, object] = dict(example.options)
+    for key, value in (example.built_options() if example.built_options else {}).items():
+        if not isinstance(value, SAE):
+            raise TypeError(f"{name}'s example builds {key}={value!r}: give it a command-line form")
+        value.save_model(str(folder / key))
+        options[key] = str(folder / key)
+    given = [part for key, value in options.items() for part in ("--option", f"{key}={value}")]
+    return ["--data", str(data), "--batch-size", str(example.batch_size), *given]
 
 
-def options(name: str, workspace: dict[str, Path]) -> list[str]:
-    """Small but complete settings: each run goes through finalise, bootstraps included."""
-    chosen = {
-        "abstraction": ["n_bootstrap=50", "n_shuffles=20", f"site={SITE}"],
-        "ccgp": ["folds=2", f"site={SITE}"],
-        "linearization-effect": ["layers=[0]", "n_bootstrap=20", "n_shuffles=10", "folds=2",
-                                 f"site={SITE}"],
-        "resolution": ["bootstrap=30", "samples=2000", f"site={SITE}", "pooling=last"],
-        "similarity": [f"site={SITE}", "pooling=last"],
-        "sae-features": [f"sae={workspace['sae']}"],
-        "activation-stats": [f"site={SITE}"],
-    }.get(name, [])  # fmt: skip
-    return [part for option in chosen for part in ("--option", option)]
-
-
-def run_cli(name: str, workspace: dict[str, Path], out: Path, seed: int) -> dict:
+def run_cli(name: str, model: Path, folder: Path, out: Path, seed: int) -> dict:
     done = CliRunner().invoke(
         app,
-        ["run", name, "--model", str(workspace["model"]), "--data", str(workspace["data"]),
-         "--seed", str(seed), "--batch-size", "5", "--out", str(out), *options(name, workspace)],
+        ["run", name, "--model", str(model), "--seed", str(seed), "--out", str(out),
+         *command_line(name, folder)],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     return json.loads(out.read_text())
 
 
 @pytest.mark.parametrize("name", builtin_analyses())
-def test_same_command_same_seed_same_json(name, workspace, tmp_path):
-    first = run_cli(name, workspace, tmp_path / "first.json", seed=7)
+def test_same_command_same_seed_same_json(name, model, tmp_path):
+    first = run_cli(name, model, tmp_path, tmp_path / "first.json", seed=7)
     # Disturb every global generator in between: a result that depended on them would change.
     torch.manual_seed(12345)
     import random
@@ -94,16 +68,16 @@ def test_same_command_same_seed_same_json(name, workspace, tmp_path):
 
     np.random.seed(12345)
     random.seed(12345)
-    second = run_cli(name, workspace, tmp_path / "second.json", seed=7)
+    second = run_cli(name, model, tmp_path, tmp_path / "second.json", seed=7)
     assert first["provenance"]["seed"] == 7
     assert timing_free(first) == timing_free(second)
     assert first["metrics"], "a result with no metrics proves nothing"
 
 
-def test_the_seed_drives_the_bootstrap(workspace, tmp_path):
+def test_the_seed_drives_the_bootstrap(model, tmp_path):
     """Another seed changes the bootstrap interval: the seed is used, not only recorded."""
     assert "n_bootstrap" in {f for f in analysis_class("abstraction").Config.__dataclass_fields__}
-    seven = run_cli("abstraction", workspace, tmp_path / "seven.json", seed=7)
-    eight = run_cli("abstraction", workspace, tmp_path / "eight.json", seed=8)
+    seven = run_cli("abstraction", model, tmp_path, tmp_path / "seven.json", seed=7)
+    eight = run_cli("abstraction", model, tmp_path, tmp_path / "eight.json", seed=8)
     assert eight["provenance"]["seed"] == 8
     assert seven["metrics"] != eight["metrics"] or seven["tables"] != eight["tables"]

@@ -119,7 +119,10 @@ def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_pa
     headers = {(c["analysis"], c["metric"]): c["header"] for c in seen.cells}
     assert headers[("resolution", "epsilon")].endswith("(years)")
     assert headers[("sae-features", "pool_size")].endswith("(latents)")
-    assert re.search(r"resolution\s+ok\s+resolution scale ε [\d,.]+ years", seen.text)
+    # The status line leads with the grid the scales were measured on, in its unit.
+    assert re.search(
+        r"resolution\s+ok\s+first distance d₁ \(the grid's spacing\) [\d,.]+ years?;", seen.text
+    )
     for image in seen.links:  # a figure opens at full size on click
         assert image["href"] == image["src"], image
     wide = visit(quick_report.index, tmp_path / "wide.png", width=1600)

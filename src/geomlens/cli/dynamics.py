@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import ast
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from geomlens.cli.errors import fail, one_line_errors
+from geomlens.cli.options import parse_option
 
 experiment_app = typer.Typer(
     help="Train a theory's network with checkpoints and its setup in run.json (then sweep it).",
@@ -18,17 +18,6 @@ experiment_app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-
-
-def _parse_option(text: str) -> tuple[str, Any]:
-    key, equals, raw = text.partition("=")
-    if not equals or not key.strip():
-        raise fail(f"--option takes KEY=VALUE; got {text!r}.")
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw
-    return key.strip(), value
 
 
 def sweep_command(
@@ -109,7 +98,7 @@ def sweep_command(
         raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
     if out is None:
         raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
-    options = dict(_parse_option(o) for o in option or [])
+    options = dict(parse_option(o) for o in option or [])
     if site:
         options["site"] = site[0] if len(site) == 1 else list(site)
     import geomlens as gl

@@ -6,7 +6,8 @@ every command."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import ast
+from typing import Annotated, Any
 
 import typer
 
@@ -23,6 +24,7 @@ __all__ = [
     "ModelOption",
     "SeedOption",
     "TrustRemoteCodeOption",
+    "parse_option",
 ]
 
 ModelOption = Annotated[
@@ -51,3 +53,18 @@ MaxLengthOption = Annotated[
     typer.Option("--max-length", help="Truncate inputs to this many tokens (default: keep all)."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every random choice.")]
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """One ``--option KEY=VALUE`` (run, sweep): a Python literal where VALUE is one, else the
+    text; ``-`` in KEY reads as ``_`` (``n-bootstrap=50`` is ``n_bootstrap``)."""
+    from geomlens.cli.errors import fail
+
+    key, equals, raw = text.partition("=")
+    if not equals or not key.strip():
+        raise fail(f"--option takes KEY=VALUE (e.g. pooling=last); got {text!r}.")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return key.strip().replace("-", "_"), value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,19 +28,9 @@ from geomlens.cli.options import (
     ModelOption,
     SeedOption,
     TrustRemoteCodeOption,
+    parse_option,
 )
 from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
-
-
-def _parse_option(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise fail(f"--option takes KEY=VALUE (e.g. pooling=last); got {text!r}.")
-    key, raw = text.split("=", 1)
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw
-    return key.strip().replace("-", "_"), value
 
 
 def list_command(
@@ -210,7 +199,7 @@ def run_command(
 
         with one_line_errors((ValueError,)):
             parse_linearize_flag(linearize)
-    options = dict(_parse_option(o) for o in option or [])
+    options = dict(parse_option(o) for o in option or [])
     from geomlens.results import check_not_an_input
 
     read = {
