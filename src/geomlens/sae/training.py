@@ -123,19 +123,23 @@ def _content_tokens(
         max_length = limit
     watch = NonFiniteWatch()
     batches = dataset_batches(dataset, DEFAULT_BATCH_SIZE, rows)
-    for number, batch in enumerate(
-        captured_batches(adapter, batches, [site], max_length=max_length)
-    ):
-        mask = batch.inputs.attention_mask
-        watch.update(number, batch.activations, mask, batch.inputs.index)
-        activation = batch.activations[site]
-        # Content tokens only: one attention sink (120 x the median norm on SmolLM2) would
-        # dominate the SAE's loss and its dictionary.
-        selection = select_tokens(
-            activation, mask, batch.inputs.input_ids, special_ids, sink_norm_ratio
-        )
-        kept = activation[selection.content.to(activation.device)]
-        yield kept.detach().to("cpu", torch.float32)
+    # A chunk is read whole before training takes a token from it (the causal-LM recipe reads
+    # the whole corpus at once: minutes): progress lines count its rows, with an ETA.
+    with counting("read through the model for the SAE", len(rows), "rows") as read:
+        for number, batch in enumerate(
+            captured_batches(adapter, batches, [site], max_length=max_length)
+        ):
+            mask = batch.inputs.attention_mask
+            watch.update(number, batch.activations, mask, batch.inputs.index)
+            activation = batch.activations[site]
+            # Content tokens only: one attention sink (120 x the median norm on SmolLM2) would
+            # dominate the SAE's loss and its dictionary.
+            selection = select_tokens(
+                activation, mask, batch.inputs.input_ids, special_ids, sink_norm_ratio
+            )
+            kept = activation[selection.content.to(activation.device)]
+            read.add(int(mask.shape[0]))
+            yield kept.detach().to("cpu", torch.float32)
     watch.raise_if_any()
 
 

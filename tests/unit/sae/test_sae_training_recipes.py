@@ -4,6 +4,7 @@ mean), encoders keep theirs (MiniLM's numbers come from it); the choice enters t
 the result's notes. Tiny models: what is checked is the choice and its mechanics, not quality."""
 
 import dataclasses
+import time
 
 import pytest
 import torch
@@ -120,3 +121,26 @@ def test_a_bad_recipe_is_refused_naming_the_field(bad, fragment):
     with pytest.raises(ValueError, match="TrainingConfig") as error:
         TrainingConfig(**bad)
     assert fragment in str(error.value)
+
+
+def test_reading_a_chunk_is_counted_in_rows_with_an_eta(gpt2, monkeypatch, capsys):
+    """A chunk is read whole before training takes a token from it (on the causal-LM recipe,
+    the whole corpus: minutes on a CPU): the progress lines count its rows read, not "0 tokens
+    trained on" over and over."""
+    from geomlens import progress
+
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.1)
+    texts = gl.data.as_dataset([f"the cat sat on the mat {i}" for i in range(120)])
+    slow = gpt2.model.transformer.h[0].register_forward_pre_hook(lambda *_: time.sleep(0.4))
+    config = TrainingConfig(**{**TINY, "rows_per_chunk": 120}, passes=1, sink_norm_ratio=None)
+    try:
+        with progress.showing_progress(True), progress.phase("training"):
+            train_sae(gpt2, SITE, texts, config)
+    finally:
+        slow.remove()
+    said = [line for line in capsys.readouterr().err.splitlines() if "of 120 rows" in line]
+    assert said, "the rows read are reported"
+    read = {int(line.split("training: ")[1].split(" of ")[0].replace(",", "")) for line in said}
+    assert read - {0}, f"the count moves while the chunk is read: {said}"
+    assert all("read through the model for the SAE" in line for line in said), said
+    assert any("left" in line for line in said), said
