@@ -178,7 +178,7 @@ def train_sae(
     config = config or default_training(adapter.is_causal_lm)[0]
     torch.manual_seed(config.seed)
     with counting(
-        "activations read and trained on", config.tokens * config.passes, "tokens"
+        "token activations read and trained on", config.tokens * config.passes, ""
     ) as count:
         return _train(adapter, site, data, config, count)
 
