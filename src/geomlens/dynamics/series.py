@@ -25,12 +25,12 @@ from typing import Any, overload
 import numpy as np
 import torch
 
+from geomlens.dynamics.run_folder import RUN_FILE
 from geomlens.dynamics.schedule import thin_indices
 
 #: Sub-folder names that hold one checkpoint each, with the number they carry.
 CHECKPOINT_FOLDER = re.compile(r"^(checkpoint|step|epoch|global_step)[-_]?(\d+)$")
 SEED_FOLDER = re.compile(r"^seed[-_]?(\d+)$")
-RUN_FILE = "run.json"
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin")
 TOKENIZER_FILES = (
     "tokenizer.json",

@@ -18,8 +18,6 @@ sites. ``gl.series(DIR)`` reads such a folder, and ``gl.sweep`` overlays the exa
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,17 +25,20 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
-from geomlens.atomic_files import atomic_write_text
+from geomlens.dynamics.run_folder import (
+    WEIGHTS_FILE,
+    prepare_run_folder,
+    save_checkpoint,
+    write_run_record,
+)
 from geomlens.dynamics.schedule import spec_steps
 from geomlens.theory import abstraction
 from geomlens.theory.abstraction_sim import initial_weights, two_factor_data
 
 EXPERIMENT = "abstraction-dynamics"
-RUN_FILE = "run.json"
-WEIGHTS_FILE = "model.safetensors"
 #: Class labels in ``CLASS_ORDER``: the concept s and the context c it is seen in.
 CONCEPTS = tuple("s+" if s > 0 else "s-" for s, _ in abstraction.CLASS_ORDER)
 CONTEXTS = tuple("c+" if c > 0 else "c-" for _, c in abstraction.CLASS_ORDER)
@@ -148,7 +149,7 @@ def train(
     run record. ``out`` must be empty or absent, or hold an earlier run of this experiment
     (which is replaced)."""
     folder = Path(out)
-    _prepare_folder(folder)
+    prepare_run_folder(folder, EXPERIMENT, "step-")
     inputs, targets = class_data(config)
     network = build_network(config)
     x, y = torch.from_numpy(inputs), torch.from_numpy(targets)
@@ -160,9 +161,7 @@ def train(
     for step in tqdm(range(config.steps + 1), disable=not progress, desc="training", unit="step"):
         if step in saved:
             label = f"step-{step}"
-            state = {k: v.detach().clone().contiguous() for k, v in network.state_dict().items()}
-            (folder / label).mkdir(parents=True, exist_ok=True)
-            save_file(state, str(folder / label / WEIGHTS_FILE))
+            save_checkpoint(folder, label, network.state_dict())
             checkpoints.append({"label": label, "step": step, "lr_sum": lr_sum})
         if step == config.steps:
             break
@@ -178,7 +177,7 @@ def train(
                 parameter.sub_(config.learning_rate * parameter.grad)
         lr_sum += config.learning_rate
     record = run_record(config, inputs, targets, checkpoints)
-    atomic_write_text(folder / RUN_FILE, json.dumps(record, indent=1) + "\n")
+    write_run_record(folder, record)
     return record
 
 
@@ -223,24 +222,3 @@ def load_network(folder: str | Path, record: dict[str, Any]) -> TwoFactorLinearN
     )
     network.load_state_dict(load_file(str(Path(folder) / WEIGHTS_FILE)))
     return network.eval()
-
-
-def _prepare_folder(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"--out {folder} is a file; give a folder for the checkpoints")
-    if folder.is_dir() and any(folder.iterdir()):
-        record = folder / RUN_FILE
-        try:
-            earlier = json.loads(record.read_text(encoding="utf-8")).get("experiment")
-        except (OSError, ValueError, AttributeError):
-            earlier = None
-        if earlier != EXPERIMENT:
-            raise ValueError(
-                f"--out {folder} is not empty and holds no earlier {EXPERIMENT} run; give an "
-                "empty or new folder"
-            )
-        for child in folder.iterdir():
-            if child.is_dir() and child.name.startswith("step-"):
-                shutil.rmtree(child)
-        record.unlink()
-    folder.mkdir(parents=True, exist_ok=True)

@@ -10,24 +10,25 @@ the front of its linear-decay proposition (``theory.resolution.linear_decay_fron
 
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
-from geomlens.atomic_files import atomic_write_text
+from geomlens.dynamics.run_folder import (
+    WEIGHTS_FILE,
+    prepare_run_folder,
+    save_checkpoint,
+    write_run_record,
+)
 from geomlens.dynamics.schedule import spec_steps
 from geomlens.theory.toy import ToyConfig, stimulus_distances, train_toy
 
 EXPERIMENT = "toy-network"
-RUN_FILE = "run.json"
-WEIGHTS_FILE = "model.safetensors"
 SITE = "module:embed"
 
 
@@ -52,7 +53,7 @@ def train(
     ``checkpoints`` keeps (``every:K`` / ``log:N``), then ``out/run.json``."""
     config = config or ToyConfig()
     folder = Path(out)
-    _prepare_folder(folder)
+    prepare_run_folder(folder, EXPERIMENT, "epoch-")
     kept = set(spec_steps(checkpoints, config.epochs))
     saved: list[dict[str, Any]] = []
 
@@ -60,9 +61,8 @@ def train(
         if epoch not in kept:
             return
         label = f"epoch-{epoch}"
-        (folder / label).mkdir(parents=True, exist_ok=True)
-        tensor = torch.from_numpy(weights.astype(np.float64)).contiguous()
-        save_file({"embed.weight": tensor}, str(folder / label / WEIGHTS_FILE))
+        tensor = torch.from_numpy(weights.astype(np.float64))
+        save_checkpoint(folder, label, {"embed.weight": tensor})
         saved.append(
             {
                 "label": label,
@@ -95,7 +95,7 @@ def train(
         "distances": distances.tolist(),
         "checkpoints": saved,
     }
-    atomic_write_text(folder / RUN_FILE, json.dumps(record, indent=1) + "\n")
+    write_run_record(folder, record)
     return record
 
 
@@ -110,23 +110,3 @@ def load_network(folder: str | Path, record: dict[str, Any]) -> ToyEmbedding:
     network = ToyEmbedding(int(shape["stimuli"]), int(shape["hidden"]))
     network.load_state_dict(load_file(str(Path(folder) / WEIGHTS_FILE)))
     return network.eval()
-
-
-def _prepare_folder(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"--out {folder} is a file; give a folder for the checkpoints")
-    if folder.is_dir() and any(folder.iterdir()):
-        try:
-            earlier = json.loads((folder / RUN_FILE).read_text(encoding="utf-8")).get("experiment")
-        except (OSError, ValueError, AttributeError):
-            earlier = None
-        if earlier != EXPERIMENT:
-            raise ValueError(
-                f"--out {folder} is not empty and holds no earlier {EXPERIMENT} run; give an "
-                "empty or new folder"
-            )
-        for child in folder.iterdir():
-            if child.is_dir() and child.name.startswith("epoch-"):
-                shutil.rmtree(child)
-        (folder / RUN_FILE).unlink()
-    folder.mkdir(parents=True, exist_ok=True)
