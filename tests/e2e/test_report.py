@@ -496,3 +496,40 @@ def test_every_scale_on_the_quick_page_is_in_its_range_or_says_unresolved(quick_
             assert grid <= value <= span, (text, grid, span)
             checked += 1
     assert checked or "unresolved" in page
+
+
+def _figure_texts(figure) -> list[str]:
+    """Every legend entry, axis label and title the figure shows, as matplotlib holds them."""
+    texts = []
+    for axes in figure.axes:
+        legend = axes.get_legend()
+        if legend is not None:
+            texts += [text.get_text() for text in legend.get_texts()]
+        texts += [axes.get_xlabel(), axes.get_ylabel(), axes.get_title()]
+    return texts
+
+
+def test_the_causal_lm_sae_figure_and_its_reading_show_the_same_aurocs(quick_report):
+    """The figure beside the reading draws the same variant (content tokens, not every token)
+    and writes the same AUROC numbers in its legend as the reading does in its text."""
+    from geomlens.analyses.plotting import plot_from_json
+    from geomlens.analyses.registry import analysis_class
+
+    assert quick_report.causal_lm is not None and quick_report.causal_lm.unavailable is None
+    result = quick_report.causal_lm.results["sae-features"]
+    cls = analysis_class("sae-features")
+    figure = plot_from_json(cls, result)
+    try:
+        shown = _figure_texts(figure)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    text = " ".join(read(result, cls))
+    in_figure = sorted(re.findall(r"AUROC (-?[\d.]+)", " ".join(shown)))
+    in_text = sorted(re.findall(r"AUROC (-?[\d.]+)", text))
+    assert in_figure, shown
+    assert in_figure == in_text, (shown, text)
+    assert any("content tokens" in label for label in shown), shown
+    assert "special tokens and attention sinks left out" in text
+    assert not any("every token" in label for label in shown), shown

@@ -33,6 +33,8 @@ __all__ = [
     "enough",
     "guard_words",
     "is_null",
+    "probe_at_chance",
+    "probe_chance_half_width",
     "profile_grid",
     "profile_span",
     "resolved_scale",
@@ -102,16 +104,21 @@ def at_chance(
     low: str = "_ci_low",
     high: str = "_ci_high",
     se: str = "_se",
+    above: bool = False,
 ) -> Guard:
     """Refuse an accuracy whose 95 % interval contains ``chance`` (a number, or
     ``chance(result, key)``): "at chance: nothing measured here". The interval is
     :func:`chance_interval`'s (the metrics ``<key><low>`` and ``<key><high>``, or ± 1.96
-    standard errors ``<key><se>``, or ± :data:`CHANCE_TOLERANCE`)."""
+    standard errors ``<key><se>``, or ± :data:`CHANCE_TOLERANCE`). ``above``: read the number
+    only when its interval lies above chance (an interval wholly below it is refused too: a
+    model choosing against the right option measures nothing the reading describes)."""
 
     def guard(result: Any, key: str) -> str | None:
         level = chance(result, key) if callable(chance) else float(chance)
         lo, hi = chance_interval(result, key, low=low, high=high, se=se)
-        return AT_CHANCE if math.isfinite(lo) and lo <= level <= hi else None
+        if not math.isfinite(lo):
+            return None
+        return AT_CHANCE if lo <= level and (above or level <= hi) else None
 
     return guard
 
@@ -278,3 +285,50 @@ def is_null(words: str | None) -> bool:
     if words is None:
         return False
     return words.startswith((AT_CHANCE, UNRESOLVED, MEASUREMENT_FAILURE)) or "not read" in words
+
+
+def _probe_test_counts(result: Any, site: str, condition: str | None) -> dict[str, float]:
+    """Test predictions per task of the probes at ``site`` (the ``splits`` table's ``n_test``
+    summed over a task's held-out splits; ``condition``: that column's value, when given)."""
+    counts: dict[str, float] = {}
+    for row in (getattr(result, "tables", None) or {}).get("splits") or []:
+        if row.get("site") != site or (condition and row.get("condition") != condition):
+            continue
+        n = row.get("n_test")
+        if isinstance(n, (int, float)) and math.isfinite(n):
+            counts[str(row.get("task"))] = counts.get(str(row.get("task")), 0.0) + float(n)
+    return counts
+
+
+def probe_chance_half_width(result: Any, key: str, condition: str | None = None) -> float:
+    """Half-width of the 95 % range a probe accuracy averaged over tasks (CCGP) takes by chance:
+    1.96 · √(Σₜ ¼ / nₜ) / T for T tasks of nₜ test predictions each (coin flips); NaN when
+    the result has no ``splits`` table for the key's site."""
+    site, _ = _site_and_name(result, key)
+    counts = [n for n in _probe_test_counts(result, site, condition).values() if n > 0]
+    if not counts:
+        return math.nan
+    return Z95 * math.sqrt(sum(0.25 / n for n in counts)) / len(counts)
+
+
+def probe_at_chance(condition: str | None = None) -> Guard:
+    """Refuse a two-class probe accuracy averaged over tasks (CCGP) that lies within the 95 %
+    range of coin flips on the same test predictions (:func:`probe_chance_half_width`):
+    "at chance: nothing measured here (…)". Without a ``splits`` table it falls back to
+    :func:`at_chance` with :data:`CHANCE_TOLERANCE`."""
+
+    def guard(result: Any, key: str) -> str | None:
+        value = _value(result, key)
+        if not math.isfinite(value):
+            return None
+        half = probe_chance_half_width(result, key, condition)
+        if not math.isfinite(half):
+            return at_chance(0.5)(result, key)
+        if abs(value - 0.5) <= half:
+            return (
+                f"{AT_CHANCE} ({number(value)}, within the ±{number(half, 2)} of 0.5 that "
+                "coin flips reach on these test rows)"
+            )
+        return None
+
+    return guard

@@ -11,7 +11,7 @@ with none, a plain list of its main metrics. Headlines are the metrics whose spe
 from __future__ import annotations
 
 from geomlens.analyses.reading_words import per_site
-from geomlens.formatting import layer_label, metric_name, metric_value, number
+from geomlens.formatting import layer_label, metric_label, metric_name, metric_value, number
 from geomlens.results import Result
 
 __all__ = ["headline", "headline_names", "layer_label", "number", "per_site", "read"]
@@ -29,7 +29,11 @@ def fallback_reading(result: Result) -> list[str]:
     if not shown:
         return ["This analysis reported no metrics; see its tables in its JSON file."]
     more = len(result.metrics) - len(shown)
-    text = "; ".join(f"{name} = {number(value)}" for name, value in shown)
+    sites = result_sites(result)
+    # The metric in its spec's words with its unit (or a guard's words), never its raw key.
+    text = "; ".join(
+        f"{metric_label(key, sites)} = {metric_value(result, key)}" for key, _ in shown
+    )
     return [f"Main metrics: {text}" + (f" (and {more} more in its JSON file)." if more else ".")]
 
 

@@ -220,7 +220,7 @@ def pass_records(passes: Sequence[ReportPass]) -> list[dict[str, Any]]:
 
 
 def run_causal_lm_section(
-    model: str,
+    model: Any,
     *,
     backend: str = "nnsight",
     device: str | None = None,
@@ -232,19 +232,24 @@ def run_causal_lm_section(
 ) -> CausalLMSection:
     """Load ``model`` and run the section's analyses on it (fused by data, as the report does).
 
-    A model that cannot be had (its package missing, offline) leaves the section
+    ``model`` is a name or folder for :func:`geomlens.load`, or an adapter already attached
+    (the planted-null tests run the section on a random-weight model that way). A model that cannot be had (its package missing, offline) leaves the section
     ``unavailable`` with the one-line reason, which the page shows; the encoder report is
     still written and its exit status is not changed by it.
     """
     from geomlens.models.attach import load
 
-    section = CausalLMSection(model)
     started = time.perf_counter()
-    try:
-        adapter = load(model, backend=backend, device=device)
-    except (ImportError, OSError) as error:
-        section.unavailable = str(error).splitlines()[0]
-        return section
+    if not isinstance(model, str):
+        adapter = model
+        section = CausalLMSection(str(adapter.describe().get("model_id", "model")))
+    else:
+        section = CausalLMSection(model)
+        try:
+            adapter = load(model, backend=backend, device=device)
+        except (ImportError, OSError) as error:
+            section.unavailable = str(error).splitlines()[0]
+            return section
     load_seconds = time.perf_counter() - started
     planned: list[PlannedAnalysis] = []
     for spec in CAUSAL_LM_ANALYSES:

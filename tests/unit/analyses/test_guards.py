@@ -144,3 +144,29 @@ def test_the_scale_guard_reads_the_range_and_grid_of_the_measured_profile():
     assert guard(result, key).startswith("unresolved: below the grid spacing of 10")
     result.metrics[key] = 166.0
     assert guard(result, key) is None
+
+
+def test_a_probe_accuracy_within_coin_flips_is_at_chance_and_one_beyond_them_is_read():
+    # Two tasks of 100 test predictions: coin flips reach 0.5 ± 1.96·√(2·¼/100)/2 = ± 0.069.
+    from geomlens.analyses.guards import probe_at_chance, probe_chance_half_width
+
+    splits = [{"site": SITE, "task": t, "accuracy": 0.5, "n_test": 50} for t in "aabb"]
+    key = f"{SITE}.ccgp"
+    noise = Result("planted", metrics={key: 0.55}, tables={"splits": splits},
+                   provenance={"sites": [SITE]})  # fmt: skip
+    assert probe_chance_half_width(noise, key) == pytest.approx(0.0693, abs=1e-3)
+    assert probe_at_chance()(noise, key).startswith(AT_CHANCE)
+    noise.metrics[key] = 0.62
+    assert probe_at_chance()(noise, key) is None
+    other = [dict(row, condition="linearized", n_test=5) for row in splits]
+    noise.tables["splits"] += other  # a condition's own rows give its own (wider) range
+    assert probe_at_chance("linearized")(noise, key) is not None
+    assert probe_at_chance("base")(noise, key) is None
+
+
+def test_an_accuracy_read_only_above_chance_refuses_an_interval_below_it():
+    below = _result(p=0.4999, p_ci_low=0.49985, p_ci_high=0.49992)
+    assert at_chance(0.5)(below, f"{SITE}.p") is None  # two-sided: chance is not inside
+    assert at_chance(0.5, above=True)(below, f"{SITE}.p") == AT_CHANCE
+    above = _result(p=0.7, p_ci_low=0.6, p_ci_high=0.8)
+    assert at_chance(0.5, above=True)(above, f"{SITE}.p") is None

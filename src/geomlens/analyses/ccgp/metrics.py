@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from geomlens.analyses.guards import probe_at_chance
 from geomlens.analyses.spec import MetricSpec as M
 
+#: A CCGP within the range coin flips reach on the same test rows is at chance, not a finding.
+AT_CHANCE = probe_at_chance()
+
 METRIC_SPECS: tuple[M, ...] = (
-    M("ccgp", "CCGP", headline=True),
+    M("ccgp", "CCGP", headline=True, guards=(AT_CHANCE,)),
     M("ccgp_within_tasks", "CCGP over the tasks with a within-context accuracy", headline=True),
     M("within_context_accuracy", "within-context accuracy", headline=True),
 )

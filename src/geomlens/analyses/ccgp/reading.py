@@ -14,6 +14,8 @@ from geomlens.analyses.reading_words import (
 )
 from geomlens.results import Result
 
+from .metrics import AT_CHANCE
+
 
 def reading(result: Result) -> list[str]:
     ccgp = per_site(result, "ccgp")
@@ -27,8 +29,17 @@ def reading(result: Result) -> list[str]:
     lines = [
         "CCGP trains a linear probe for the concept in some contexts and tests it in contexts "
         "it never saw; 0.5 is chance.",
-        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}.",
     ]
+    refused = AT_CHANCE(result, f"{best}.ccgp")
+    if refused is not None:  # the best is at chance, so every site is: nothing to compare
+        lines.append(
+            f"Even at the best site, {layer_label(best)} (CCGP averaged over {tasks}), it is "
+            f"{refused}."
+        )
+        return lines
+    lines.append(
+        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}."
+    )
     within = [r for r in rows if not math.isnan(mean_of([r], "within_context_accuracy"))]
     without = [r for r in rows if r not in within]
     if within:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from geomlens.analyses.guards import probe_at_chance
 from geomlens.analyses.reading_words import (
     direction,
     interval,
@@ -13,6 +14,27 @@ from geomlens.analyses.reading_words import (
 from geomlens.results import Result
 
 from .metrics import loss_above_uniform
+
+#: CCGP before and after, each refused within the range coin flips reach on its test rows.
+_CCGP_AT_CHANCE = {condition: probe_at_chance(condition) for condition in ("base", "linearized")}
+
+
+def _alpha_within_null(metrics: dict[str, float], site: str) -> str | None:
+    """Words for a raw α that is within its label-shuffle null both before and after (no shared
+    direction to change, so its change is not read), or None."""
+    values = []
+    for condition in ("base", "linearized"):
+        alpha = metrics.get(f"{site}.alpha_{condition}")
+        p95 = metrics.get(f"{site}.alpha_null_p95_{condition}")
+        if not (_finite(alpha) and _finite(p95)) or alpha > p95:  # type: ignore[operator]
+            return None
+        values.append((alpha, p95))
+    (base, base_p95), (linearized, linearized_p95) = values
+    return (
+        f"is within its label-shuffle null before and after ({number(base)} against a 95th "
+        f"percentile of {number(base_p95)}, then {number(linearized)} against "
+        f"{number(linearized_p95)}): no shared direction is measured, so its change is not read"
+    )
 
 
 def _fidelity_phrase(result: Result) -> str:
@@ -54,16 +76,31 @@ def reading(result: Result) -> list[str]:
         )
     if "summary.alpha_base" in metrics:
         rows = metrics.get("summary.rows_per_cell", math.nan)
-        lines.append(
-            f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell "
-            + _change_words(metrics, "alpha", "n_tasks_alpha")
-            + f", while {fidelity}. CCGP goes from "
-            f"{number(metrics.get('summary.ccgp_base', math.nan))} to "
-            f"{number(metrics.get('summary.ccgp_linearized', math.nan))}, up or equal in "
-            f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
-            f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is computed "
-            "for the CCGP change: read its direction from the per-task counts only)."
+        site = info.get("summary_site", "")
+        within_null = _alpha_within_null(metrics, site)
+        alpha_words = f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell " + (
+            within_null if within_null else _change_words(metrics, "alpha", "n_tasks_alpha")
         )
+        ccgp_base = metrics.get("summary.ccgp_base", math.nan)
+        ccgp_linearized = metrics.get("summary.ccgp_linearized", math.nan)
+        at_chance = [
+            _CCGP_AT_CHANCE[condition](result, f"{site}.ccgp_{condition}")
+            for condition in ("base", "linearized")
+        ]
+        if all(at_chance) and site:
+            ccgp_words = (
+                f"CCGP is at chance before and after ({number(ccgp_base)} and "
+                f"{number(ccgp_linearized)}, each within the range coin flips reach on these "
+                "test rows): nothing measured here, so no change of CCGP is read."
+            )
+        else:
+            ccgp_words = (
+                f"CCGP goes from {number(ccgp_base)} to {number(ccgp_linearized)}, up or equal in "
+                f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
+                f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is "
+                "computed for the CCGP change: read its direction from the per-task counts only)."
+            )
+        lines.append(f"{alpha_words}, while {fidelity}. {ccgp_words}")
     return lines
 
 

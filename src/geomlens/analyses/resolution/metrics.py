@@ -28,6 +28,24 @@ def _in_range(result: Any, key: str) -> str | None:
 
 SCALE = (unresolved_scale, _in_range)
 
+
+def _interval_resolved(result: Any, key: str) -> str | None:
+    """A scale whose 95 % interval has an end the guards refuse (below the grid, beyond the
+    range, at the search bound) is itself unresolved: the point alone would read as a finding
+    that the resampling does not support."""
+    if key not in result.metrics:
+        return None
+    for end in ("_ci_low", "_ci_high"):
+        if key + end not in result.metrics:
+            continue
+        if any(guard(result, key + end) is not None for guard in SCALE):
+            return "unresolved (an end of its 95 % interval is not resolved on these stimuli)"
+    return None
+
+
+#: A scale with an interval: its own guards, then its interval's.
+SCALE_WITH_INTERVAL = (*SCALE, _interval_resolved)
+
 METRIC_SPECS: tuple[M, ...] = (
     M("first_distance", "first distance d₁ (the grid's spacing)", "distance", headline=True),
     M("g_first", "g at the first distance d₁", headline=True),
@@ -35,7 +53,7 @@ METRIC_SPECS: tuple[M, ...] = (
     M("half_width", "half-width of the measured g", "distance", headline=True, guards=SCALE),
     M("half_width_ci_low", "half-width, 95 % interval low", "distance", guards=SCALE),
     M("half_width_ci_high", "half-width, 95 % interval high", "distance", guards=SCALE),
-    M("epsilon", "resolution scale ε", "distance", headline=True, guards=SCALE),
+    M("epsilon", "resolution scale ε", "distance", headline=True, guards=SCALE_WITH_INTERVAL),
     M("epsilon_ci_low", "ε, 95 % interval low", "distance", headline=True, guards=SCALE),
     M("epsilon_ci_high", "ε, 95 % interval high", "distance", headline=True, guards=SCALE),
     M("epsilon_fast", "fast scale ε_fast", "distance", guards=SCALE),

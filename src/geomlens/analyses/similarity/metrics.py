@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+from geomlens.analyses.guards import at_chance
 from geomlens.analyses.scale_guards import few_pairs
 from geomlens.analyses.spec import MetricSpec as M
 
 #: A bin mean from fewer pairs than this is shown with its count, not read.
 MIN_PAIRS = 10
 
+#: The behavioural mode's choice accuracies with two candidates (chance 1/2; ``p_similarity``
+#: and ``p_identification`` are the n = 2 ones, whose intervals are ``*_n2_ci_*``) and four
+#: (chance 1/4): read only when the interval lies above chance (the analysis's own
+#: ``above_chance``), else "at chance".
+AT_CHANCE_N2 = at_chance(0.5, low="_n2_ci_low", high="_n2_ci_high", above=True)
+
 METRIC_SPECS: tuple[M, ...] = (
     M("g_nearest", "g at the nearest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("g_farthest", "g at the farthest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("zero_crossing", "first distance where g < 0", "distance", headline=True),
+    M("p_similarity", "similarity accuracy p_S (choices, 2 candidates)", guards=(AT_CHANCE_N2,)),
+    M(
+        "p_identification",
+        "identification accuracy p_I (choices, 2 candidates)",
+        guards=(AT_CHANCE_N2,),
+    ),
+    M(
+        "p_similarity_n2",
+        "similarity accuracy (choices, 2 candidates)",
+        guards=(at_chance(0.5, above=True),),
+    ),
+    M(
+        "p_identification_n2",
+        "identification accuracy (choices, 2 candidates)",
+        guards=(at_chance(0.5, above=True),),
+    ),  # fmt: skip
+    M(
+        "p_similarity_n4",
+        "similarity accuracy (choices, 4 candidates)",
+        guards=(at_chance(0.25, above=True),),
+    ),
+    M(
+        "p_identification_n4",
+        "identification accuracy (choices, 4 candidates)",
+        guards=(at_chance(0.25, above=True),),
+    ),  # fmt: skip
 )

@@ -12,6 +12,8 @@ from geomlens.analyses.reading_words import (
 )
 from geomlens.results import Result
 
+from .metrics import AT_CHANCE_N2
+
 
 def reading(result: Result) -> list[str]:
     table = result.tables.get("g_of_d", [])
@@ -21,6 +23,16 @@ def reading(result: Result) -> list[str]:
     site = sites[-1]
     rows = sorted((r for r in table if r["site"] == site), key=lambda r: r["distance"])
     nearest, farthest = rows[0], rows[-1]
+    chance = [
+        AT_CHANCE_N2(result, f"{site}.{name}") for name in ("p_similarity", "p_identification")
+    ]
+    if all(chance) and f"{site}.p_similarity" in result.metrics:
+        return [
+            f"At {layer_label(site)} the model's choices are at chance on both tests (p_S "
+            f"{number(result.metrics[f'{site}.p_similarity'])}, p_I "
+            f"{number(result.metrics[f'{site}.p_identification'])} with two candidates, neither "
+            "95 % interval above 1/2): nothing measured here. g(d) from these choices is not read."
+        ]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
     lines = [
         f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
