@@ -79,7 +79,7 @@ def steady_timing(conditions: dict[str, Any], device: Any, args: Any, baseline: 
     )
 
 
-def timing_record(args: Any, timings: Any, key: Any = None) -> dict:
+def timing_record(args: Any, timings: Any) -> dict:
     """What every timing result records: the CPU-time and wall-time ratios with their
     intervals, the raw seconds, the rounds run and why they stopped, the torch threads."""
-    return {**timings.record(key), "threads": args.threads}
+    return {**timings.record(), "threads": args.threads}

@@ -16,7 +16,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -79,6 +79,9 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+#: Which clock a ratio reads: process CPU time or wall time.
+Clock = Literal["cpu", "wall"]
+
 #: Fewest rounds whose order-statistic interval of the median holds ~95 %: below six the
 #: interval is the whole range, which misses the median with probability 2¹⁻ⁿ (12.5 % at n = 4).
 MIN_ROUNDS = 6
@@ -107,7 +110,7 @@ class Timings:
             self.seconds.setdefault(name, []).extend(other.seconds[name])
             self.cpu_seconds.setdefault(name, []).extend(other.cpu_seconds[name])
 
-    def ratio(self, name: str, baseline: str, clock: str = "cpu") -> RatioInterval:
+    def ratio(self, name: str, baseline: str, clock: Clock = "cpu") -> RatioInterval:
         """Median over rounds of ``name`` / ``baseline`` in the same round, on ``clock``
         (``"cpu"`` or ``"wall"``), with its ~95 % interval (:func:`paired_ratio`)."""
         times = {"cpu": self.cpu_seconds, "wall": self.seconds}[clock]
@@ -210,7 +213,7 @@ class SteadyTimings(Timings):
     target: float = 0.05
     stopped: str = ""
 
-    def ratios(self, clock: str = "cpu") -> dict[str, RatioInterval]:
+    def ratios(self, clock: Clock = "cpu") -> dict[str, RatioInterval]:
         """Every other condition over the baseline, on ``clock``."""
         return {
             name: self.ratio(name, self.baseline, clock)
@@ -218,16 +221,15 @@ class SteadyTimings(Timings):
             if name != self.baseline
         }
 
-    def record(self, key: Callable[[str], str] | None = None) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         """What a benchmark's JSON records: per condition ``<name>_over_<baseline>_cpu`` and
         ``…_wall`` as {"median", "low", "high"}, the raw ``cpu_seconds`` and ``seconds``, the
-        ``rounds`` run, the ``target`` and how the rounds ``stopped``. ``key`` renames the
-        conditions in the ratio keys."""
-        key = key or (lambda name: name)
+        ``rounds`` run, the ``target`` and how the rounds ``stopped``."""
         numbers: dict[str, Any] = {}
-        for clock in ("cpu", "wall"):
+        clocks: tuple[Clock, ...] = ("cpu", "wall")
+        for clock in clocks:
             for name, interval in self.ratios(clock).items():
-                numbers[f"{key(name)}_over_{key(self.baseline)}_{clock}"] = interval.as_dict()
+                numbers[f"{name}_over_{self.baseline}_{clock}"] = interval.as_dict()
         return {
             **numbers,
             "rounds": self.rounds,
