@@ -93,8 +93,9 @@ class Timings:
 
     CPU seconds are this process's user + system time (``time.process_time``: every thread,
     so torch's intra-op threads and the tokenizer's count). They are what the work itself cost:
-    time lost to other processes on the machine is not in them, so they hold still where wall
-    time does not. On CUDA they are the host's time only (Python, kernel launches and waiting
+    time the machine gives to other processes is not in them, so they move less than wall time
+    on a shared machine (not nothing: an intra-op thread that spins while its peer is
+    descheduled still counts, and shared caches slow the work itself). On CUDA they are the host's time only (Python, kernel launches and waiting
     in ``synchronize``), not the GPU's: read the wall-time ratios there.
     """
 
