@@ -1,18 +1,19 @@
 """Overhead of geomlens over the bare forward pass of the same model, on the same batches.
 
-Conditions, interleaved (bare, one analysis, …, all fused, bare, …) after a warm-up round and
-repeated until every median's spread (``median_spread``: ~95 % CI half-width over the median)
-is under ``--target-spread`` or ``--max-repeats`` rounds ran; torch threads pinned:
+Conditions, interleaved (bare, one analysis, …, all fused, bare, …) after a warm-up round, in
+rounds added until every condition's CPU-time ratio to bare has its ~95 % interval within
+± ``--target`` (5 %) of its median or ``--max-repeats`` rounds ran; torch threads pinned:
 - ``bare``: tokenise each batch and run the model's own forward (no hooks, no analyses);
 - ``activation-stats``: activation-stats at its default sites (every block's residual stream);
 - each built-in analysis alone at its default sites (``--each``);
 - ``all``: every built-in analysis fused in one pass at its default sites.
-Reported: seconds per condition, ``<condition>_over_bare`` = median / median of bare and
-``<condition>_over_bare_spread`` beside it (the two medians' spreads added).
+Reported: ``<condition>_over_bare_cpu`` = {"median", "low", "high"}, the median over rounds of
+the condition's process CPU time over bare's in the same round with its interval, the same in
+wall time (``…_wall``), the raw ``cpu_seconds`` and ``seconds``, ``rounds`` and ``stopped``.
 Analyses are set up (SAE loaded or trained, linearisation calibrated) on one batch before
 timing; one more ordinary fused run after it reports ``finalize_seconds`` separately.
 
-    python benchmarks/bench_overhead.py --inputs 128 --repeats 3 --out benchmarks/results/overhead_cpu_minilm.json
+    python benchmarks/bench_overhead.py --inputs 128 --out benchmarks/results/overhead_cpu_minilm.json
     python benchmarks/bench_overhead.py --model gpt2 --device cuda --inputs 2048 --batch-size 64
 """
 
@@ -33,9 +34,6 @@ from geomlens.engine.benchmarking import (
     bare_forward,
     count_tokens,
     labelled_corpus,
-    median_ratio,
-    min_ratio,
-    ratio_spread,
 )
 
 try:
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     conditions = {"bare": lambda: bare_forward(adapter, dataset, args.batch_size, args.max_length)}
     for label, built in prepared.items():
         conditions[label] = lambda built=built: stream(built, adapter, dataset, **options)
-    seconds, spreads = steady_timing(conditions, device, args)
+    timings = steady_timing(conditions, device, args, baseline="bare")
     # The timed instances saw the data several times; one more, ordinary run finalises.
     fused = gl.run(analyses(names), adapter, dataset, **options)
     finalize_seconds = {n: r.provenance["finalize_seconds"] for n, r in fused.items()}
@@ -110,15 +108,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "inputs": args.inputs,
         "batch_size": args.batch_size,
         "max_length": args.max_length,
-        **timing_record(args, seconds, spreads),
+        **timing_record(args, timings),
         "tokens": count_tokens(adapter, dataset, args.batch_size, args.max_length),
         "analyses_fused": names,
         "sites_fused": sorted(
             {adapter.resolve_site(s) for a in prepared["all"] for s in a.sites(adapter)}
         ),
-        **{f"{label}_over_bare": median_ratio(seconds, label, "bare") for label in prepared},
-        **{f"{label}_over_bare_spread": ratio_spread(spreads, label, "bare") for label in prepared},
-        **{f"{label}_over_bare_fastest": min_ratio(seconds, label, "bare") for label in prepared},
         "setup_and_warmup_seconds": setup_seconds,
         "finalize_seconds": finalize_seconds,
         "machine": machine(),

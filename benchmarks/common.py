@@ -44,36 +44,42 @@ def write(numbers: dict[str, Any], out: str | None) -> dict[str, Any]:
     return numbers
 
 
-def add_timing_arguments(parser: Any, repeats: int = 3) -> None:
-    """The flags every timing benchmark shares: fewest and most rounds, the spread to reach,
+def add_timing_arguments(parser: Any, repeats: int = 6) -> None:
+    """The flags every timing benchmark shares: fewest and most rounds, the interval to reach,
     torch threads."""
-    parser.add_argument("--repeats", type=int, default=repeats, help="Fewest timed rounds.")
-    parser.add_argument("--max-repeats", type=int, default=30)
-    parser.add_argument("--target-spread", type=float, default=0.05)
+    parser.add_argument(
+        "--repeats", type=int, default=repeats, help="Fewest timed rounds (six at least count)."
+    )
+    parser.add_argument("--max-repeats", type=int, default=30, help="The cap on timed rounds.")
+    parser.add_argument(
+        "--target",
+        "--target-spread",
+        dest="target",
+        type=float,
+        default=0.05,
+        help="Stop once every CPU-time ratio's ~95 %% interval is within ± this of its median.",
+    )
     parser.add_argument("--threads", type=int, default=None, help="Default: the CPU count.")
 
 
-def steady_timing(conditions: dict[str, Any], device: Any, args: Any) -> tuple[dict, dict]:
-    """Threads pinned, a warm-up round, interleaved rounds until every median's spread is under
-    ``--target-spread`` (or ``--max-repeats``); returns (seconds, spreads)."""
+def steady_timing(conditions: dict[str, Any], device: Any, args: Any, baseline: str) -> Any:
+    """Threads pinned, a warm-up round, then interleaved rounds until every CPU-time ratio to
+    ``baseline`` has its ~95 % interval within ± ``--target`` of its median, or ``--max-repeats``
+    rounds ran; returns the :class:`~geomlens.engine.benchmarking.SteadyTimings`."""
     from geomlens.engine.benchmarking import pin_threads, steady_interleaved
 
     args.threads = pin_threads(args.threads)
     return steady_interleaved(
         conditions,
         device,
-        target_spread=args.target_spread,
+        baseline=baseline,
+        target=args.target,
         min_repeats=args.repeats,
         max_repeats=max(args.max_repeats, args.repeats),
     )
 
 
-def timing_record(args: Any, seconds: dict[str, list[float]], spreads: dict[str, float]) -> dict:
-    """What every timing result records about its repeats."""
-    return {
-        "repeats": len(next(iter(seconds.values()))),
-        "threads": args.threads,
-        "target_spread": args.target_spread,
-        "median_spread": spreads,
-        "seconds": seconds,
-    }
+def timing_record(args: Any, timings: Any) -> dict:
+    """What every timing result records: the CPU-time and wall-time ratios with their
+    intervals, the raw seconds, the rounds run and why they stopped, the torch threads."""
+    return {**timings.record(), "threads": args.threads}

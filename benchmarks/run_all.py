@@ -1,8 +1,9 @@
 """Every benchmark at the sizes the README quotes, one after another, results in
 ``benchmarks/results/`` (then ``python scripts/regenerate_numbers.py`` rewrites the README table).
 
-Run on a quiet machine: the ratios are medians of interleaved repeats, repeated until their
-spread is under 5 % (or the spread reached is recorded), but other work still skews them.
+Run on a quiet machine: the time ratios are medians of per-round ratios of process CPU time
+over interleaved rounds, added until every ~95 % interval is within ±5 % of its median or the
+cap is reached (each result says which), but other work still skews them through shared caches.
 
     python benchmarks/run_all.py                      # full size (hours on 2 CPU cores; see README)
     python benchmarks/run_all.py --quick --out /tmp/b # a smoke test at tiny sizes, minutes
@@ -26,16 +27,17 @@ import bench_sae  # noqa: E402
 
 #: (script, result file stem, arguments at full size, arguments with --quick)
 PLAN = [
-    (bench_overhead, "overhead_each", ["--each", "--inputs", "256", "--repeats", "5"],
+    (bench_overhead, "overhead_each", ["--each", "--inputs", "256", "--max-repeats", "30"],
      ["--each", "--inputs", "8", "--batch-size", "4", "--max-length", "16", "--repeats", "2",
       "--max-repeats", "3"]),
     (bench_memory, "memory", ["--sizes", "1000", "4000", "16000", "--max-lengths", "8", "128"],
      ["--sizes", "8", "16", "--max-lengths", "8", "16", "--batch-size", "4"]),
-    (bench_cache_speed, "cache_speed", ["--inputs", "1000", "--max-length", "128", "--repeats",
-                                        "5", "--max-repeats", "10"],
-     ["--inputs", "8", "--batch-size", "4", "--repeats", "2"]),
-    (bench_sae, "sae", ["--inputs", "256", "--repeats", "5"],
-     ["--inputs", "8", "--batch-size", "4", "--max-length", "16", "--repeats", "1"]),
+    (bench_cache_speed, "cache_speed", ["--inputs", "1000", "--max-length", "128",
+                                        "--max-repeats", "15"],
+     ["--inputs", "8", "--batch-size", "4", "--repeats", "2", "--max-repeats", "8"]),
+    (bench_sae, "sae", ["--inputs", "256", "--max-repeats", "30"],
+     ["--inputs", "8", "--batch-size", "4", "--max-length", "16", "--repeats", "1",
+      "--max-repeats", "8"]),
 ]  # fmt: skip
 
 

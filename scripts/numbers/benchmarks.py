@@ -3,9 +3,10 @@
 Registered for the numbers script (``scripts/regenerate_numbers.py``) under the key
 ``benchmarks``: the region between ``<!-- numbers:benchmarks -->`` and
 ``<!-- /numbers:benchmarks -->``. It reads the committed benchmark results, not the analyses'
-run, so its function ignores the results it is handed. Each ratio is printed with the spread the
-benchmark reached (``±`` the relative spread of the ratio of medians) where the JSON holds one;
-older results without a spread say so.
+run, so its function ignores the results it is handed. Each time ratio is printed in process CPU
+time as the median per-round ratio with its ~95 % interval (``1.08× (1.03–1.12)``), wall time
+beside it, with the rounds run and why they stopped; results written before CPU time was
+recorded read "not recorded" there and show their ratio of wall-time medians.
 
     python scripts/numbers/benchmarks.py            # print the table
 """
@@ -20,21 +21,52 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
+#: A table row: what is measured, the ratio, the wall-time ratio, the conditions.
+Row = tuple[str, str, str, str]
+
+
 def _load(folder: Path) -> dict[str, dict[str, Any]]:
     return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
-def _ratio(numbers: dict[str, Any], key: str) -> str:
-    value = numbers.get(key)
-    if value is None:
+#: Time ratios: the key a result written before CPU times were recorded used for the same
+#: ratio (a ratio of wall-time medians, with ``<key>_spread`` and ``<key>_fastest`` beside it).
+LEGACY_KEYS = {
+    "geomlens_over_run_with_cache": "geomlens_over_run_with_cache_seconds",
+    "sae-features_over_bare_encode": "sae_features_over_bare_encode",
+}
+
+
+def _interval(found: dict[str, float]) -> str:
+    return f"{found['median']:.2f}× ({found['low']:.2f}–{found['high']:.2f})"
+
+
+def _cpu_ratio(numbers: dict[str, Any], key: str) -> str:
+    """The CPU-time ratio with its ~95 % interval: ``1.08× (1.03–1.12)``."""
+    found = numbers.get(f"{key}_cpu")
+    return _interval(found) if isinstance(found, dict) else "not recorded"
+
+
+def _wall_ratio(numbers: dict[str, Any], key: str) -> str:
+    """The wall-time ratio with its interval, or an older result's ratio of medians ± spread."""
+    found = numbers.get(f"{key}_wall")
+    if isinstance(found, dict):
+        return _interval(found)
+    legacy = LEGACY_KEYS.get(key, key)
+    value = numbers.get(legacy)
+    if not isinstance(value, (int, float)):
         return "–"
-    spread = numbers.get(f"{key}_spread")
-    shown = f"{value:.2f}×"
-    return (
-        f"{shown} ± {100 * spread:.0f} %"
-        if spread is not None
-        else f"{shown} (spread not recorded)"
-    )
+    spread = numbers.get(f"{legacy}_spread")
+    shown = f"{value:.2f}×" if spread is None else f"{value:.2f}× ± {100 * spread:.0f} %"
+    return f"{shown} (ratio of medians)"
+
+
+def _rounds(numbers: dict[str, Any]) -> str:
+    """How many interleaved rounds ran and why they stopped."""
+    if numbers.get("stopped"):
+        return f"{numbers['rounds']} rounds, {numbers['stopped']}"
+    rounds = numbers.get("rounds", numbers.get("repeats"))
+    return f"{rounds} rounds, stop not recorded" if rounds is not None else "rounds not recorded"
 
 
 def _where(numbers: dict[str, Any]) -> str:
@@ -46,16 +78,27 @@ def _where(numbers: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _overhead_rows(name: str, numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _overhead_labels(numbers: dict[str, Any]) -> list[str]:
+    """The conditions timed against bare, in new (``…_over_bare_cpu``) or old results."""
+    labels = {k.removesuffix("_over_bare_cpu") for k in numbers if k.endswith("_over_bare_cpu")}
+    labels |= {k.removesuffix("_over_bare") for k in numbers if k.endswith("_over_bare")}
+    return sorted(labels)
+
+
+def _timing_row(what: str, numbers: dict[str, Any], key: str) -> Row:
+    where = f"{_where(numbers)}, {_rounds(numbers)}"
+    return (what, _cpu_ratio(numbers, key), _wall_ratio(numbers, key), where)
+
+
+def _overhead_rows(name: str, numbers: dict[str, Any]) -> list[Row]:
     rows = []
-    for key in sorted(k for k in numbers if k.endswith("_over_bare")):
-        label = key.removesuffix("_over_bare")
+    for label in _overhead_labels(numbers):
         shown = "every built-in fused" if label == "all" else label
-        rows.append((f"{shown} / bare forward", _ratio(numbers, key), _where(numbers)))
+        rows.append(_timing_row(f"{shown} / bare forward", numbers, f"{label}_over_bare"))
     return rows
 
 
-def _memory_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _memory_rows(numbers: dict[str, Any]) -> list[Row]:
     rows = []
     layers = numbers.get("by_max_length") or {str(numbers.get("max_length")): numbers}
     for length, at in layers.items():
@@ -66,13 +109,17 @@ def _memory_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
         for key, what in (
             ("run_with_cache_over_geomlens_memory", "run_with_cache peak / geomlens peak"),
             ("run_with_cache_over_geomlens_added_memory", "same, memory the run adds"),
-            ("run_with_cache_over_geomlens_seconds", "run_with_cache time / geomlens time"),
         ):
             if at.get(key) is not None:
-                rows.append((what, f"{at[key]:.2f}×", where))
+                rows.append((what, f"{at[key]:.2f}×", "–", where))
+        seconds = at.get("run_with_cache_over_geomlens_seconds")
+        if seconds is not None:  # one run each, in fresh processes: wall time only
+            rows.append(("run_with_cache time / geomlens time", "–", f"{seconds:.2f}×", where))
         if at.get("peak_growth_smallest_to_largest") is not None:
             growth = 100 * at["peak_growth_smallest_to_largest"]
-            rows.append(("geomlens peak growth, fewest → most inputs", f"{growth:+.1f} %", where))
+            rows.append(
+                ("geomlens peak growth, fewest → most inputs", f"{growth:+.1f} %", "–", where)
+            )
     return rows
 
 
@@ -80,7 +127,7 @@ def _gb(value: Any) -> str:
     return f"{value / 1e9:.2f} GB" if isinstance(value, (int, float)) else "–"
 
 
-def _vocab_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _vocab_rows(numbers: dict[str, Any]) -> list[Row]:
     """sae-features' peak resident memory per model (V), over the loaded model's own."""
     rows = []
     for model, at in numbers.get("by_model", {}).items():
@@ -92,6 +139,7 @@ def _vocab_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
             (
                 "sae-features peak RSS (loaded model)",
                 f"{_gb(at['peak_rss_bytes'])} ({_gb(at['rss_after_load_bytes'])})",
+                "–",
                 where,
             )
         )
@@ -101,6 +149,7 @@ def _vocab_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
             (
                 "sae-features memory over the model, V 262k / V 49k",
                 f"{ratio:.2f}×",
+                "–",
                 "equal B·T, same rows count and length",
             )
         )
@@ -138,25 +187,29 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
 
 
 def benchmark_table(folder: Path = RESULTS) -> str:
-    """A markdown table of every committed benchmark ratio, with its spread and conditions."""
-    rows: list[tuple[str, str, str]] = []
+    """A markdown table of every committed benchmark ratio: time ratios in process CPU time with
+    their ~95 % interval and in wall time, the rounds run and why they stopped."""
+    rows: list[Row] = []
     for name, numbers in _load(folder).items():
         if name.startswith("overhead"):
             rows += _overhead_rows(name, numbers)
         elif name.startswith("memory"):
             rows += _memory_rows(numbers)
         elif name.startswith("cache_speed"):
-            key = "geomlens_over_run_with_cache_seconds"
-            rows.append(("geomlens time / run_with_cache", _ratio(numbers, key), _where(numbers)))
+            key = "geomlens_over_run_with_cache"
+            rows.append(_timing_row("geomlens time / run_with_cache", numbers, key))
         elif name.startswith("vocab_memory"):
             rows += _vocab_rows(numbers)
         elif name.startswith("sae"):
-            key = "sae_features_over_bare_encode"
-            rows.append(("sae-features / bare SAE encode", _ratio(numbers, key), _where(numbers)))
+            key = "sae-features_over_bare_encode"
+            rows.append(_timing_row("sae-features / bare SAE encode", numbers, key))
     if not rows:
         return "_No benchmark results in benchmarks/results/._"
-    lines = ["| measure | ratio | conditions |", "|---|---|---|"]
-    lines += [f"| {what} | {ratio} | {where} |" for what, ratio, where in rows]
+    lines = [
+        "| measure | ratio (times: CPU time, 95 % interval) | wall time | conditions |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {what} | {ratio} | {wall} | {where} |" for what, ratio, wall, where in rows]
     return "\n".join(lines)
 
 
@@ -175,8 +228,9 @@ def _mb(value: Any) -> str:
 
 
 def overhead_table(folder: Path = RESULTS) -> str:
-    """docs/scale.md: each built-in alone and all fused against the bare forward pass, with the
-    spread reached, and why an analysis costs more where it does by design."""
+    """docs/scale.md: each built-in alone and all fused against the bare forward pass, in CPU
+    time with its interval and in wall time, and why an analysis costs more where it does by
+    design."""
     found = _load(folder)
     numbers = found.get("overhead_each_cpu_minilm")
     if numbers is None:
@@ -184,21 +238,30 @@ def overhead_table(folder: Path = RESULTS) -> str:
     header = (
         f"{numbers['inputs']} corpus paragraphs ({numbers['tokens']:,} tokens), batch "
         f"{numbers['batch_size']}, max_length {numbers['max_length']}, "
-        f"{numbers['machine']['torch_threads']} torch thread(s), conditions interleaved over "
-        f"{len(numbers['seconds']['bare'])} rounds (`overhead_each_cpu_minilm.json`). Ratio of "
-        "medians ± its spread (the two medians' ~95 % half-widths added); fastest-repeat ratio "
-        "beside it."
+        f"{numbers['machine']['torch_threads']} torch thread(s), conditions interleaved: "
+        f"{_rounds(numbers)} (`overhead_each_cpu_minilm.json`). "
     )
-    labels = sorted(k.removesuffix("_over_bare") for k in numbers if k.endswith("_over_bare"))
+    if "stopped" in numbers:
+        header += (
+            "Each ratio is the median over rounds of the analysis's process CPU time (user + "
+            "system, all threads) over the bare pass's in the same round, with a distribution-"
+            "free ~95 % interval (order statistics of the per-round ratios); wall time beside it."
+        )
+    else:
+        header += (
+            "CPU time was not recorded in this result; wall time is the ratio of medians ± its "
+            "spread (the two medians' ~95 % half-widths added)."
+        )
+    labels = _overhead_labels(numbers)
     labels = [label for label in labels if label != "all"] + ["all"]
-    rows = ["| analysis at its default sites | × bare forward | fastest repeats | more than "
-            "one pass because |", "|---|---|---|---|"]  # fmt: skip
+    rows = ["| analysis at its default sites | CPU time × bare forward (95 % interval) | wall "
+            "time × bare | more than one pass because |", "|---|---|---|---|"]  # fmt: skip
     for label in labels:
         shown = "all seven fused" if label == "all" else label
-        fastest = numbers.get(f"{label}_over_bare_fastest")
+        key = f"{label}_over_bare"
         rows.append(
-            f"| {shown} | {_ratio(numbers, f'{label}_over_bare')} | "
-            f"{'–' if fastest is None else f'{fastest:.2f}×'} | {EXTRA_WORK.get(label, '–')} |"
+            f"| {shown} | {_cpu_ratio(numbers, key)} | {_wall_ratio(numbers, key)} | "
+            f"{EXTRA_WORK.get(label, '–')} |"
         )
     return header + "\n\n" + "\n".join(rows)
 
@@ -233,12 +296,18 @@ def memory_prose(folder: Path = RESULTS) -> str:
         )
     speed = _load(folder).get("cache_speed_cpu_minilm")
     if speed is not None:
+        key = "geomlens_over_run_with_cache"
+        took = (
+            f"{_cpu_ratio(speed, key)} the CPU time of `run_with_cache` (median per-round ratio, "
+            f"~95 % interval) and {_wall_ratio(speed, key)} its wall time"
+            if f"{key}_cpu" in speed
+            else f"{_wall_ratio(speed, key)} the wall time of `run_with_cache` (CPU time not "
+            "recorded)"
+        )
         paragraphs.append(
             f"Time, interleaved in one process at {speed['inputs']:,} inputs, max_length "
-            f"{speed['max_length']} (`cache_speed_cpu_minilm.json`): geomlens takes "
-            f"{_ratio(speed, 'geomlens_over_run_with_cache_seconds')} the time of "
-            f"`run_with_cache` (fastest repeats: "
-            f"{speed['geomlens_over_run_with_cache_seconds_fastest']:.2f}×)."
+            f"{speed['max_length']} (`cache_speed_cpu_minilm.json`, {_rounds(speed)}): geomlens "
+            f"takes {took}."
         )
     return "\n\n".join(paragraphs)
 

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     for label, built in prepared.items():
         conditions[label] = lambda built=built: stream(built, adapter, dataset, **options)
-    seconds = interleaved(conditions, args.repeats, adapter.device)
+    seconds = interleaved(conditions, args.repeats, adapter.device).seconds  # wall: GPU time
     tokens = count_tokens(adapter, dataset, args.batch_size, args.max_length)
     throughput = {label: tokens / float(np.median(s)) for label, s in seconds.items()}
     numbers = {

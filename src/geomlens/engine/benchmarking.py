@@ -2,7 +2,11 @@
 analysis can read, the bare forward pass geomlens is compared with, and interleaved timing.
 
 Ratios are measured in one process over the same batches with the conditions interleaved
-(A B C A B C …), so drift in machine load hits every condition alike. See docs/scale.md.
+(A B C A B C …), in process CPU time (what the work cost, whatever else the machine runs) and in
+wall time. Each ratio is the median of the per-round ratios (condition over the baseline of the
+same round, so slow drift in machine load cancels), with a distribution-free ~95 % interval;
+rounds are added until every interval is within a target (±5 %) or a cap is reached. See
+docs/scale.md.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import itertools
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -74,30 +79,65 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+#: Which clock a ratio reads: process CPU time or wall time.
+Clock = Literal["cpu", "wall"]
+
+#: Fewest rounds whose order-statistic interval of the median holds ~95 %: below six the
+#: interval is the whole range, which misses the median with probability 2¹⁻ⁿ (12.5 % at n = 4).
+MIN_ROUNDS = 6
+
+
+@dataclass
+class Timings:
+    """Wall seconds and process CPU seconds of each condition, one entry per round.
+
+    CPU seconds are this process's user + system time (``time.process_time``: every thread,
+    so torch's intra-op threads and the tokenizer's count). They are what the work itself cost:
+    time the machine gives to other processes is not in them, so they move less than wall time
+    on a shared machine (not nothing: an intra-op thread that spins while its peer is
+    descheduled still counts, and shared caches slow the work itself). On CUDA they are the host's time only (Python, kernel launches and waiting
+    in ``synchronize``), not the GPU's: read the wall-time ratios there.
+    """
+
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    cpu_seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def rounds(self) -> int:
+        return min((len(values) for values in self.seconds.values()), default=0)
+
+    def extend(self, other: Timings) -> None:
+        for name in other.seconds:
+            self.seconds.setdefault(name, []).extend(other.seconds[name])
+            self.cpu_seconds.setdefault(name, []).extend(other.cpu_seconds[name])
+
+    def ratio(self, name: str, baseline: str, clock: Clock = "cpu") -> RatioInterval:
+        """Median over rounds of ``name`` / ``baseline`` in the same round, on ``clock``
+        (``"cpu"`` or ``"wall"``), with its ~95 % interval (:func:`paired_ratio`)."""
+        times = {"cpu": self.cpu_seconds, "wall": self.seconds}[clock]
+        return paired_ratio(times[name], times[baseline])
+
+
 def interleaved(
-    conditions: dict[str, Callable[[], Any]], repeats: int, device: torch.device
-) -> dict[str, list[float]]:
-    """Seconds of each condition, ``repeats`` times, run in the order A B C A B C …"""
-    seconds: dict[str, list[float]] = {name: [] for name in conditions}
+    conditions: dict[str, Callable[[], Any]],
+    repeats: int,
+    device: torch.device,
+    *,
+    wall_clock: Callable[[], float] = time.perf_counter,
+    cpu_clock: Callable[[], float] = time.process_time,
+) -> Timings:
+    """Wall and CPU seconds of each condition (see :class:`Timings`), ``repeats`` rounds, run in
+    the order A B C A B C … The clocks are parameters so that tests can plant known costs."""
+    timings = Timings({name: [] for name in conditions}, {name: [] for name in conditions})
     for _ in range(repeats):
         for name, run in conditions.items():
             synchronize(device)
-            started = time.perf_counter()
+            wall, cpu = wall_clock(), cpu_clock()
             run()
             synchronize(device)
-            seconds[name].append(time.perf_counter() - started)
-    return seconds
-
-
-def median_ratio(seconds: dict[str, list[float]], name: str, baseline: str) -> float:
-    """Median seconds of ``name`` over the median of ``baseline``."""
-    return statistics.median(seconds[name]) / statistics.median(seconds[baseline])
-
-
-def min_ratio(seconds: dict[str, list[float]], name: str, baseline: str) -> float:
-    """Fastest repeat of ``name`` over the fastest of ``baseline``: on a shared machine the
-    fastest repeat is the one least slowed by other work, so this is the steadier estimate."""
-    return min(seconds[name]) / min(seconds[baseline])
+            timings.seconds[name].append(wall_clock() - wall)
+            timings.cpu_seconds[name].append(cpu_clock() - cpu)
+    return timings
 
 
 def pin_threads(threads: int | None) -> int:
@@ -110,47 +150,129 @@ def pin_threads(threads: int | None) -> int:
     return count
 
 
-def median_spread(values: list[float]) -> float:
-    """Relative half-width of a distribution-free ~95 % confidence interval of the median:
-    (x₍ₖ₎ − x₍ⱼ₎) / (2·median), ranks j, k = n/2 ∓ 0.98·√n (order statistics; the whole range
-    for fewer than six values). Shrinks as repeats accumulate, unlike the spread of the values."""
+def median_interval(values: list[float]) -> tuple[float, float, float]:
+    """The median and a distribution-free ~95 % confidence interval for it: the order
+    statistics x₍ⱼ₎, x₍ₖ₎ with ranks j = ⌊n/2 − 0.98·√n⌋, k = ⌈n/2 + 1 + 0.98·√n⌉ (clipped to
+    1..n; the whole range for fewer than :data:`MIN_ROUNDS` values). Returns (median, low,
+    high)."""
     ordered = sorted(values)
     n = len(ordered)
+    if n == 0:
+        raise ValueError("The median of no values has no interval.")
     middle = statistics.median(ordered)
-    if n < 6:
-        low, high = ordered[0], ordered[-1]
-    else:
-        half = 0.98 * n**0.5
-        low = ordered[max(int(np.floor(n / 2 - half)) - 1, 0)]
-        high = ordered[min(int(np.ceil(n / 2 + 1 + half)) - 1, n - 1)]
+    if n < MIN_ROUNDS:
+        return middle, ordered[0], ordered[-1]
+    half = 0.98 * n**0.5
+    low = ordered[max(int(np.floor(n / 2 - half)) - 1, 0)]
+    high = ordered[min(int(np.ceil(n / 2 + 1 + half)) - 1, n - 1)]
+    return middle, low, high
+
+
+def median_spread(values: list[float]) -> float:
+    """Relative half-width of :func:`median_interval`: (x₍ₖ₎ − x₍ⱼ₎) / (2·median). Shrinks as
+    repeats accumulate, unlike the spread of the values."""
+    middle, low, high = median_interval(values)
     return (high - low) / (2 * middle) if middle > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """A median ratio and its ~95 % interval."""
+
+    median: float
+    low: float
+    high: float
+
+    def within(self, target: float) -> bool:
+        """Whether the interval lies inside ± ``target`` (a fraction) of the median."""
+        return (
+            self.median > 0
+            and self.low >= self.median * (1 - target)
+            and self.high <= self.median * (1 + target)
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return {"median": self.median, "low": self.low, "high": self.high}
+
+
+def paired_ratio(values: list[float], baseline: list[float]) -> RatioInterval:
+    """The per-round ratios ``values[i] / baseline[i]`` summarised by their median and its
+    :func:`median_interval`. Pairing each condition with the baseline of its own round cancels
+    drift in machine load that is slow next to a round, which a ratio of two medians keeps."""
+    if len(values) != len(baseline):
+        raise ValueError(f"Paired ratios need as many rounds: {len(values)} vs {len(baseline)}.")
+    ratios = [v / b for v, b in zip(values, baseline, strict=True)]
+    return RatioInterval(*median_interval(ratios))
+
+
+@dataclass
+class SteadyTimings(Timings):
+    """:class:`Timings` from :func:`steady_interleaved`, with the baseline every ratio is taken
+    against and why the rounds stopped."""
+
+    baseline: str = ""
+    target: float = 0.05
+    stopped: str = ""
+
+    def ratios(self, clock: Clock = "cpu") -> dict[str, RatioInterval]:
+        """Every other condition over the baseline, on ``clock``."""
+        return {
+            name: self.ratio(name, self.baseline, clock)
+            for name in self.seconds
+            if name != self.baseline
+        }
+
+    def record(self) -> dict[str, Any]:
+        """What a benchmark's JSON records: per condition ``<name>_over_<baseline>_cpu`` and
+        ``…_wall`` as {"median", "low", "high"}, the raw ``cpu_seconds`` and ``seconds``, the
+        ``rounds`` run, the ``target`` and how the rounds ``stopped``."""
+        numbers: dict[str, Any] = {}
+        clocks: tuple[Clock, ...] = ("cpu", "wall")
+        for clock in clocks:
+            for name, interval in self.ratios(clock).items():
+                numbers[f"{name}_over_{self.baseline}_{clock}"] = interval.as_dict()
+        return {
+            **numbers,
+            "rounds": self.rounds,
+            "target": self.target,
+            "stopped": self.stopped,
+            "cpu_seconds": self.cpu_seconds,
+            "seconds": self.seconds,
+        }
 
 
 def steady_interleaved(
     conditions: dict[str, Callable[[], Any]],
     device: torch.device,
     *,
-    target_spread: float = 0.05,
-    min_repeats: int = 3,
+    baseline: str,
+    target: float = 0.05,
+    min_repeats: int = MIN_ROUNDS,
     max_repeats: int = 30,
     warmup: int = 1,
-) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Interleaved timing (A B C A B C …) after ``warmup`` untimed rounds, repeated until every
-    condition's :func:`median_spread` is under ``target_spread`` or ``max_repeats`` rounds ran.
-    Returns the seconds and the spread each condition reached."""
-    interleaved(conditions, warmup, device)
-    seconds: dict[str, list[float]] = {name: [] for name in conditions}
+    wall_clock: Callable[[], float] = time.perf_counter,
+    cpu_clock: Callable[[], float] = time.process_time,
+) -> SteadyTimings:
+    """Interleaved rounds (A B C A B C …) after ``warmup`` untimed ones, added one at a time until
+    every condition's CPU-time ratio to ``baseline`` (:func:`paired_ratio`) has its ~95 % interval
+    inside ± ``target`` of its median, or ``max_repeats`` rounds ran; ``stopped`` says which.
+    No earlier than ``min_repeats`` rounds, nor than :data:`MIN_ROUNDS` (a shorter interval is the
+    range of a few rounds and holds the median less often than it claims)."""
+    if baseline not in conditions or len(conditions) < 2:
+        raise ValueError(
+            f"Steady timing needs the baseline {baseline!r} and at least one condition to compare "
+            f"with it; got {sorted(conditions)}."
+        )
+    clocks = {"wall_clock": wall_clock, "cpu_clock": cpu_clock}
+    interleaved(conditions, warmup, device, **clocks)
+    timings = SteadyTimings(baseline=baseline, target=target)
+    fewest = max(min_repeats, MIN_ROUNDS)
     while True:
-        for name, values in interleaved(conditions, 1, device).items():
-            seconds[name].extend(values)
-        rounds = len(next(iter(seconds.values())))
-        spreads = {name: median_spread(values) for name, values in seconds.items()}
-        steady = all(spread < target_spread for spread in spreads.values())
-        if rounds >= max_repeats or (rounds >= min_repeats and steady):
-            return seconds, spreads
-
-
-def ratio_spread(spreads: dict[str, float], name: str, baseline: str) -> float:
-    """Relative spread of median(name) / median(baseline): the two relative spreads added (a
-    bound that holds whatever their correlation)."""
-    return spreads[name] + spreads[baseline]
+        timings.extend(interleaved(conditions, 1, device, **clocks))
+        steady = all(interval.within(target) for interval in timings.ratios("cpu").values())
+        if timings.rounds >= fewest and steady:
+            timings.stopped = f"interval under ±{100 * target:g} %"
+            return timings
+        if timings.rounds >= max_repeats:
+            timings.stopped = f"cap of {timings.rounds} rounds reached"
+            return timings

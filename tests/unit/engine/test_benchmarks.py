@@ -9,6 +9,7 @@ from helpers.paths import REPO
 from helpers.tiny_models import tiny_gpt2
 
 from geomlens.analyses.example_rows import tiny_sae
+from geomlens.engine.benchmarking import median_interval, median_spread
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -48,8 +49,12 @@ def test_bench_overhead_runs_on_a_tiny_model(tmp_path):
          "--analyses", "activation-stats", "similarity",
          "--out", str(out)]
     )  # fmt: skip
-    assert len(numbers["seconds"]["bare"]) == 2
-    assert numbers["all_over_bare"] > 0 and numbers["activation-stats_over_bare"] > 0
+    assert len(numbers["seconds"]["bare"]) == len(numbers["cpu_seconds"]["bare"]) == 2
+    assert numbers["rounds"] == 2 and numbers["stopped"] == "cap of 2 rounds reached"
+    for key in ("all_over_bare", "activation-stats_over_bare"):
+        for clock in ("cpu", "wall"):
+            ratio = numbers[f"{key}_{clock}"]
+            assert 0 < ratio["low"] <= ratio["median"] <= ratio["high"]
     assert numbers["tokens"] > 8
     assert set(numbers["finalize_seconds"]) == {"activation-stats", "similarity"}
     assert out.exists()
@@ -82,7 +87,7 @@ def test_bench_sae_and_the_gpu_benchmark_run_on_a_tiny_model(tmp_path):
     numbers = bench_sae.main(["--model", model, "--sae", str(tmp_path / "sae"), "--inputs", "8",
                               "--batch-size", "4", "--max-length", "16", "--repeats", "1",
                               "--max-repeats", "1"])  # fmt: skip
-    assert numbers["d_sae"] == 64 and numbers["sae_features_over_bare_encode"] > 0
+    assert numbers["d_sae"] == 64 and numbers["sae-features_over_bare_encode_cpu"]["median"] > 0
     out = tmp_path / "gpu.json"
     numbers = benchmark.main(
         ["--model", model, "--device", "cpu", "--inputs", "8", "--batch-size", "4",
@@ -103,15 +108,14 @@ def test_bench_cache_speed_runs_on_a_tiny_model(tmp_path):
         ["--model", saved_tiny_gpt2(tmp_path / "tiny"), "--inputs", "12", "--batch-size", "4",
          "--max-length", "8", "--repeats", "2", "--max-repeats", "2"]
     )  # fmt: skip
-    assert len(numbers["seconds"]["run_with_cache"]) == 2
-    assert numbers["geomlens_over_run_with_cache_seconds_spread"] > 0
-    assert numbers["geomlens_over_run_with_cache_seconds"] > 0
+    assert len(numbers["cpu_seconds"]["run_with_cache"]) == 2
+    ratio = numbers["geomlens_over_run_with_cache_cpu"]
+    assert 0 < ratio["low"] <= ratio["median"] <= ratio["high"]
+    assert numbers["geomlens_over_run_with_cache_wall"]["median"] > 0
     assert numbers["same_statistic"] is True
 
 
 def test_median_spread_is_the_order_statistic_interval_and_shrinks_with_repeats():
-    from geomlens.engine.benchmarking import median_spread
-
     assert median_spread([1.0, 2.0, 3.0]) == pytest.approx((3 - 1) / (2 * 2))  # under six: range
     rng = np.random.default_rng(0)
     few, many = rng.normal(10, 1, 9), rng.normal(10, 1, 400)
@@ -121,53 +125,192 @@ def test_median_spread_is_the_order_statistic_interval_and_shrinks_with_repeats(
         (ordered[220] - ordered[179]) / (2 * np.median(many))
     )
     assert median_spread(list(many)) < median_spread(list(few))
+    assert median_interval(list(many)) == (np.median(many), ordered[179], ordered[220])
 
 
-def test_steady_timing_repeats_until_the_spread_is_reached():
+class PlantedClock:
+    """A fake clock pair: each condition advances CPU time by its planted cost times a per-round
+    machine factor and its own noise, and wall time by that plus time lost to other work."""
+
+    def __init__(self):
+        self.cpu = 0.0
+        self.wall = 0.0
+
+    def condition(self, cost, load, noise, stolen):
+        def run():
+            spent = cost * load() * noise()
+            self.cpu += spent
+            self.wall += spent + stolen()
+
+        return run
+
+
+def planted_steady(costs, noise_sd, rounds_cap, seed=0, target=0.05):
+    """Steady interleaved timing of conditions with planted CPU costs under a machine whose
+    speed drifts between rounds (×0.6 to ×1.6), each call with lognormal noise of ``noise_sd``
+    and wall time stolen by other work."""
     from geomlens.engine.benchmarking import steady_interleaved
 
-    calls = []
+    rng = np.random.default_rng(seed)
+    clock = PlantedClock()
+    drift = {"factor": 1.0, "calls": 0}
 
-    def noisy():  # alternate 1 ms and 3 ms: a spread that never falls under 5 % with few rounds
-        calls.append(1)
-        import time
+    def load():  # one factor per round: it changes after every condition has run once
+        if drift["calls"] % len(costs) == 0:
+            drift["factor"] = rng.uniform(0.6, 1.6)
+        drift["calls"] += 1
+        return drift["factor"]
 
-        time.sleep(0.001 if len(calls) % 2 else 0.003)
-
-    def steady():
-        import time
-
-        time.sleep(0.002)
-
-    seconds, spreads = steady_interleaved(
-        {"steady": steady, "noisy": noisy}, torch.device("cpu"), target_spread=0.05,
-        min_repeats=3, max_repeats=8, warmup=1,
+    conditions = {
+        name: clock.condition(
+            cost,
+            load,
+            lambda name=name: float(np.exp(rng.normal(0.0, noise_sd[name]))),
+            lambda: float(rng.exponential(0.5)),
+        )
+        for name, cost in costs.items()
+    }
+    return steady_interleaved(
+        conditions, torch.device("cpu"), baseline="bare", target=target, max_repeats=rounds_cap,
+        wall_clock=lambda: clock.wall, cpu_clock=lambda: clock.cpu,
     )  # fmt: skip
-    assert len(seconds["noisy"]) == 8 and len(calls) == 9  # ran to the cap, after one warm-up
-    assert spreads["noisy"] >= 0.05
 
 
-def test_readme_benchmark_table_is_generated_from_the_json(tmp_path):
+def test_paired_cpu_ratio_covers_the_planted_cost_and_stops_once_the_interval_is_under_target():
+    timings = planted_steady(
+        {"bare": 1.0, "analysis": 1.08}, {"bare": 0.005, "analysis": 0.005}, rounds_cap=40
+    )
+    # Each round's ratio is 1.08 up to 0.7 % noise, so the first round the rule may stop at, the
+    # sixth, already has its interval well within ±5 %: the drift of ±60 % between rounds cancels.
+    assert timings.rounds == 6 and timings.stopped == "interval under ±5 %"
+    ratio = timings.ratio("analysis", "bare")
+    assert ratio.low <= 1.08 <= ratio.high and ratio.within(0.05)
+    assert ratio.median == pytest.approx(1.08, rel=0.01)
+    # Unpaired, the same rounds would give no answer: the medians each move with the drift.
+    assert median_spread(timings.cpu_seconds["bare"]) > 0.1
+    # Wall time carries the stolen time too: its interval is wider than the CPU one.
+    wall = timings.ratio("analysis", "bare", "wall")
+    assert wall.high - wall.low > ratio.high - ratio.low
+    numbers = timings.record()
+    assert numbers["analysis_over_bare_cpu"] == ratio.as_dict()
+    assert numbers["analysis_over_bare_wall"] == wall.as_dict()
+    assert numbers["rounds"] == 6 and len(numbers["cpu_seconds"]["analysis"]) == 6
+
+
+def test_steady_timing_runs_to_the_cap_and_says_so_when_the_interval_stays_wide():
+    timings = planted_steady(
+        {"bare": 1.0, "steady": 1.5, "noisy": 2.0},
+        {"bare": 0.005, "steady": 0.005, "noisy": 0.3},
+        rounds_cap=12,
+    )
+    assert timings.rounds == 12 and timings.stopped == "cap of 12 rounds reached"
+    assert timings.ratio("steady", "bare").within(0.05)
+    noisy = timings.ratio("noisy", "bare")
+    assert not noisy.within(0.05) and noisy.low <= 2.0 <= noisy.high
+
+
+def test_the_ratio_interval_holds_the_planted_median_ratio_about_95_percent_of_the_time():
+    from geomlens.engine.benchmarking import paired_ratio
+
+    rng = np.random.default_rng(1)
+    covered = 0
+    trials = 400
+    for _ in range(trials):
+        load = rng.uniform(0.6, 1.6, 25)
+        bare = load * np.exp(rng.normal(0, 0.1, 25))
+        analysis = 1.2 * load * np.exp(rng.normal(0, 0.1, 25))
+        ratio = paired_ratio(list(analysis), list(bare))
+        covered += ratio.low <= 1.2 <= ratio.high  # the per-round ratios' median is 1.2
+    # n = 25 takes ranks 7 and 19: P(7 ≤ Binomial(25, ½) ≤ 18) = 98.5 %.
+    assert 0.95 <= covered / trials <= 1.0
+
+
+def test_cpu_time_counts_the_work_and_not_the_waiting():
+    """Real clocks: a busy loop twice as long costs twice the CPU time; sleeping adds wall time
+    only."""
+    import time
+
+    from geomlens.engine.benchmarking import steady_interleaved
+
+    def spin(iterations):
+        total = 0
+        for i in range(iterations):
+            total += i & 7
+        return total
+
+    timings = steady_interleaved(
+        {"bare": lambda: spin(100_000), "double": lambda: (spin(200_000), time.sleep(0.02))},
+        torch.device("cpu"), baseline="bare", target=0.05, max_repeats=30,
+    )  # fmt: skip
+    cpu = timings.ratio("double", "bare")
+    wall = timings.ratio("double", "bare", "wall")
+    assert cpu.median == pytest.approx(2.0, rel=0.15)
+    assert wall.median > cpu.median + 0.5  # 20 ms of sleep on a few-ms loop
+    assert timings.stopped in ("interval under ±5 %", "cap of 30 rounds reached")
+
+
+def _renderer():
     import importlib.util
-    import json
 
     path = REPO / "scripts" / "numbers" / "benchmarks.py"
     spec = importlib.util.spec_from_file_location("numbers_benchmarks", path)
-    numbers_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(numbers_module)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
+
+def test_readme_benchmark_table_is_generated_from_the_json(tmp_path):
+    import json
+
+    numbers_module = _renderer()
     (tmp_path / "overhead_cpu_x.json").write_text(json.dumps({
-        "model": "m", "device": "cpu", "inputs": 4, "max_length": 8,
-        "all_over_bare": 1.234, "all_over_bare_spread": 0.031,
+        "model": "m", "device": "cpu", "inputs": 4, "max_length": 8, "rounds": 14,
+        "stopped": "interval under ±5 %",
+        "all_over_bare_cpu": {"median": 1.084, "low": 1.031, "high": 1.122},
+        "all_over_bare_wall": {"median": 1.2, "low": 0.9, "high": 1.5},
+    }))  # fmt: skip
+    (tmp_path / "sae_cpu_x.json").write_text(json.dumps({  # written before CPU time was kept
+        "model": "m", "device": "cpu", "inputs": 4, "repeats": 10,
+        "sae_features_over_bare_encode": 1.234, "sae_features_over_bare_encode_spread": 0.31,
     }))  # fmt: skip
     table = numbers_module.benchmark_table(tmp_path)
     assert (
-        "| every built-in fused / bare forward | 1.23× ± 3 % | m, cpu, 4 inputs, max_length 8 |"
-        in table
+        "| every built-in fused / bare forward | 1.08× (1.03–1.12) | 1.20× (0.90–1.50) | m, cpu, "
+        "4 inputs, max_length 8, 14 rounds, interval under ±5 % |" in table
+    )
+    assert (
+        "| sae-features / bare SAE encode | not recorded | 1.23× ± 31 % (ratio of medians) | m, "
+        "cpu, 4 inputs, 10 rounds, stop not recorded |" in table
     )
     readme = (REPO / "README.md").read_text()
     region = readme.split("<!-- numbers:benchmarks -->")[1].split("<!-- /numbers:benchmarks -->")[0]
     assert region.strip() == numbers_module.benchmark_table().strip()
+
+
+def test_docs_overhead_table_renders_new_and_old_results(tmp_path):
+    import json
+
+    numbers_module = _renderer()
+    common = {
+        "inputs": 4, "tokens": 40, "batch_size": 2, "max_length": 8,
+        "machine": {"torch_threads": 2}, "seconds": {"bare": [1.0] * 3},
+    }  # fmt: skip
+    path = tmp_path / "overhead_each_cpu_minilm.json"
+    path.write_text(json.dumps({
+        **common, "rounds": 30, "stopped": "cap of 30 rounds reached",
+        "all_over_bare_cpu": {"median": 2.0, "low": 1.9, "high": 2.1},
+        "all_over_bare_wall": {"median": 2.1, "low": 1.8, "high": 2.4},
+        "ccgp_over_bare_cpu": {"median": 1.01, "low": 0.99, "high": 1.04},
+        "ccgp_over_bare_wall": {"median": 1.0, "low": 0.9, "high": 1.1},
+    }))  # fmt: skip
+    table = numbers_module.overhead_table(tmp_path)
+    assert "30 rounds, cap of 30 rounds reached" in table
+    assert "| ccgp | 1.01× (0.99–1.04) | 1.00× (0.90–1.10) | – |" in table
+    assert table.splitlines()[-1].startswith("| all seven fused | 2.00× (1.90–2.10) |")
+    path.write_text(json.dumps({**common, "repeats": 3, "ccgp_over_bare": 0.95}))
+    old = numbers_module.overhead_table(tmp_path)
+    assert "| ccgp | not recorded | 0.95× (ratio of medians) | – |" in old
+    assert "CPU time was not recorded" in old
 
 
 def test_run_all_quick_writes_its_results(tmp_path):
