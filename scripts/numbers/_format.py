@@ -20,6 +20,22 @@ def fmt(value: Any, digits: int = 2, *, integer: bool = False) -> str:
     return text.replace("-", "−")  # a typographic minus
 
 
+def sig(value: Any, figures: int = 2) -> str:
+    """A number to ``figures`` significant figures ('0.0043', '0.12', '1.5', '150'): for an
+    error, whose size sets the precision it is worth quoting at ('—' for a missing one)."""
+    if not finite(value):
+        return "—"
+    if value == 0:
+        return "0"
+    digits = figures - 1 - math.floor(math.log10(abs(value)))
+    rounded = round(value, digits)
+    # Rounding can carry into another decade (0.0996 → 0.10): count the figures again.
+    if rounded != 0:
+        digits = figures - 1 - math.floor(math.log10(abs(rounded)))
+    text = f"{rounded:.{max(digits, 0)}f}"
+    return text.replace("-", "−")
+
+
 def span(values: Iterable[Any], digits: int = 2, *, integer: bool = False) -> str:
     """'low–high' of the finite values (one value if they agree at the shown precision)."""
     kept = [v for v in values if finite(v)]

@@ -3,10 +3,10 @@ docs/abstraction.md).
 
 Every α quoted says which tasks it averages and carries its interval; every α change carries
 the linearisation's fidelity cost. The tangent-mode numbers need a second run of
-linearization-effect (``--option mode=tangent``), which the driver does not make: the
-``linearization-tangent`` section reads it from the results under ``TANGENT`` when given, and
-otherwise runs it itself on the identity run's model, as ``geomlens run linearization-effect
---option mode=tangent`` does.
+linearization-effect (``--option mode=tangent``): registered in ``RUNS`` under ``TANGENT``, so
+the driver makes it (and keeps it with ``--save-results``) as ``geomlens run
+linearization-effect --option mode=tangent`` does; a results mapping without it gets it run
+on the identity run's model.
 """
 
 from __future__ import annotations
@@ -19,6 +19,16 @@ from _format import finite, fmt, span, table
 ANALYSES = ("abstraction", "ccgp", "linearization-effect")
 #: Key of the tangent-mode linearization-effect result in the results mapping.
 TANGENT = "linearization-effect:tangent"
+
+
+def _tangent_run(adapter: Any) -> Any:
+    import geomlens as gl
+
+    analysis = gl.analysis_class("linearization-effect")(mode="tangent")
+    return gl.run(analysis, adapter, analysis.default_data(adapter), seed=0, progress=False)
+
+
+RUNS = {TANGENT: _tangent_run}
 
 
 def _layer(site: str) -> str:
@@ -89,8 +99,10 @@ def readme_paragraph(results: dict[str, Any]) -> str:
     above = all(r["alpha"] > r["alpha_null_p95"] for r in one_row)
     verdict = "every set at every layer above" if above else "not every set at every layer above"
     text = (
-        f"On MiniLM the raw α grows with the rows averaged into each class mean (Spearman–Brown), "
-        f"so sets are compared at equal cell size. The word-pair sets ({site_row['alpha_tasks']}; "
+        "On MiniLM (rows: the marked word's tokens averaged at each layer's residual stream; α "
+        "compares difference vectors, so centring does not enter) the raw α grows with the rows "
+        "averaged into each class mean (Spearman–Brown), so sets are compared only at equal "
+        f"cell size. The word-pair sets ({site_row['alpha_tasks']}; "
         f"{_rows(site_row['rows_per_cell'])}) average {span(m[f'{s}.alpha'] for s in sites)} by "
         f"layer (at layer {_layer(top)}: {fmt(m[f'{top}.alpha'])}, 95 % interval "
         f"{_interval(m[f'{top}.alpha_ci_low'], m[f'{top}.alpha_ci_high'])} for that mean, sets "
@@ -98,17 +110,41 @@ def readme_paragraph(results: dict[str, Any]) -> str:
         f"label-shuffle null ({span(r['alpha_null_p95'] for r in one_row)}); with one row per "
         "cell they have no noise-corrected α."
     )
+    shuffles = int(alpha.config.get("n_shuffles", 200))
+
+    def shared(rows: list[dict[str, Any]]) -> str:
+        """Whether every layer's interval holds 1 (one shared direction, up to noise)."""
+        holds = [r["alpha_corrected_ci_low"] <= 1 <= r["alpha_corrected_ci_high"] for r in rows]
+        if all(holds):
+            return ", every layer's interval holding 1 (one shared direction, up to noise)"
+        return f", {sum(holds)} of {len(holds)} layers' intervals holding 1"
+
     for task in dict.fromkeys(r["task"] for r in several):
         mine = [r for r in several if r["task"] == task]
         best = max(mine, key=lambda r: r["alpha_corrected"])
         p_values = [r["alpha_p_value_within_context"] for r in mine]
+        floor = all(abs(p - 1 / (shuffles + 1)) < 1e-12 for p in p_values)
+        p_words = (
+            f"p = {fmt(1 / (shuffles + 1), 3)} at every layer (the smallest {shuffles} shuffles "
+            "can give)"
+            if floor
+            else f"p {span(p_values, 3)}"
+        )
+        above_one = "; a disattenuated cosine, above 1 only by noise in the correction"
         text += (
             f" `{task}` ({_rows(mine[0]['rows_per_cell'])}, {fmt(mine[0]['n_contexts'], integer=True)} "
-            f"contexts) has raw α {span(r['alpha'] for r in mine)} but a noise-corrected α of "
+            f"contexts) has raw α {span(r['alpha'] for r in mine)} and a noise-corrected α of "
             f"{span(r['alpha_corrected'] for r in mine)} (at layer {_layer(best['site'])}: "
             f"{fmt(best['alpha_corrected'])}, 95 % interval "
-            f"{_interval(best['alpha_corrected_ci_low'], best['alpha_corrected_ci_high'])}); its "
-            f"label shuffle among each colour's rows gives p {span(p_values, 4)}."
+            f"{_interval(best['alpha_corrected_ci_low'], best['alpha_corrected_ci_high'])}"
+            f"{above_one if max(r['alpha_corrected'] for r in mine) > 1 else ''})"
+            f"{shared(mine)}; shuffling the concept label among each context's rows gives "
+            f"{p_words}."
+        )
+    if several and one_row:
+        text += (
+            " The two kinds of set are not compared here: the word pairs have no corrected α, "
+            "and a raw α at another cell size is another quantity."
         )
     cm = ccgp.metrics
     csites = _sites(ccgp)
@@ -187,7 +223,7 @@ def null_table(results: dict[str, Any]) -> str:
                 r["alpha_null_kind_within_context"],
                 fmt(r["alpha_null_p95_within_context"], 3),
                 fmt(r["alpha_null_p95_across_contexts"], 3),
-                fmt(r["alpha_p_value_within_context"], 4),
+                fmt(r["alpha_p_value_within_context"], 3),
             ]
             for r in _tasks(alpha, site)
         ),
@@ -239,8 +275,7 @@ def _tangent_result(results: dict[str, Any]) -> Any:
 
         identity = results["linearization-effect"]
         adapter = gl.load(identity.provenance.get("model_id") or "all-MiniLM-L6-v2")
-        analysis = gl.analysis_class("linearization-effect")(mode="tangent")
-        results[TANGENT] = gl.run(analysis, adapter, analysis.default_data(adapter), seed=0)
+        results[TANGENT] = _tangent_run(adapter)
     return results[TANGENT]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from _format import finite, fmt, span, table
+from _format import finite, fmt, sig, span, table
 
 ANALYSES = ("resolution",)
 
@@ -62,12 +62,13 @@ def _scale(row: dict[str, Any], name: str, digits: int = 1) -> str:
 
 
 def _interval(row: dict[str, Any], name: str, digits: int = 0) -> str:
-    """'value (low–high)' with each end's Monte-Carlo error (± e) when it is finite."""
+    """'value (low–high)' with each end's Monte-Carlo error (± e, to two significant figures)
+    when it is finite."""
 
     def end(key: str) -> str:
         error = row.get(f"{key}_mc")
         words = _scale(row, key, digits) if f"{key}_censored" in row else fmt(row[key], digits)
-        return words + (f" ± {fmt(error, max(digits, 1))}" if finite(error) else "")
+        return words + (f" ± {sig(error)}" if finite(error) else "")
 
     value = _scale(row, name, digits) if f"{name}_censored" in row else fmt(row[name], digits)
     return f"{value} ({end(name + '_ci_low')} to {end(name + '_ci_high')})"

@@ -130,3 +130,31 @@ def test_every_region_in_the_repository_has_a_section():
     keys = [k for ks in found.values() for k in ks]
     assert "resolution-readme" in keys
     assert set(keys) <= set(registry.sections)
+
+
+def test_monte_carlo_errors_are_quoted_to_two_significant_figures():
+    # A Monte-Carlo error of 0.004 printed to one decimal read "± 0.0": no error at all.
+    _script().load_sections()  # puts scripts/numbers on the path
+    from _format import sig
+
+    assert [sig(v) for v in (0.0043, 0.0996, 0.12, 1.54, 12.3, 152.0, -0.0031, 0.0)] == [
+        "0.0043",
+        "0.10",
+        "0.12",
+        "1.5",
+        "12",
+        "150",
+        "−0.0031",
+        "0",
+    ]
+    assert sig(float("nan")) == "—"
+    from resolution import _interval  # scripts/numbers/resolution.py: the layers table's cells
+
+    row = {
+        "half_width": 2.31,
+        "half_width_ci_low": 1.84,
+        "half_width_ci_low_mc": 0.0043,
+        "half_width_ci_high": 2.72,
+        "half_width_ci_high_mc": 0.012,
+    }
+    assert _interval(row, "half_width", 1) == "2.3 (1.8 ± 0.0043 to 2.7 ± 0.012)"

@@ -48,6 +48,10 @@ _GRID = 160
 _GRID_TWO = 48
 _ZOOMS = 5  # zoomed grids: the log-scales to ~1e-4 (a relative 0.01 % in each scale)
 _RESIDUAL_FLOOR = 1e-10
+# Losses closer than this (relative to the profile's total squares) are the same loss: the
+# rounding of summing a few dozen weighted squares is ~1e-15, a scale the data resolve moves
+# the loss by far more (a 1 % change of an exponential ε at d₁ = ε moves it by ~1e-4).
+_PLATEAU = 1e-9
 
 # Where each single-scale shape falls to 1/2 (so g halfway from 1 to L), in units of ε.
 HALF_WIDTH = {
@@ -277,8 +281,29 @@ def fit_family(
     (rss,), (u,) = _one_scale(family, d, y, w, epsilon)
     if not u > 0:  # g does not fall: no scale to report (NaN, not a number that looks like one)
         return _nan_fit(family, float(rss), within, w)
-    bound = _edge(epsilon, candidates[0], candidates[-1]) if family != "step" else ""
+    bound = ""
+    if family != "step":
+        bound = _edge(epsilon, candidates[0], candidates[-1]) or _flat_to_edge(
+            family, d, y, w, candidates, float(rss)
+        )
     return Fit(family, epsilon, 1.0 - float(u), *_rss_aic(float(rss), within, w, 2), at_bound=bound)
+
+
+def _flat_to_edge(
+    family: str, d: np.ndarray, y: np.ndarray, w: np.ndarray, candidates: np.ndarray, rss: float
+) -> str:
+    """ "low" / "high" when the loss at that edge of the search grid equals the best loss up
+    to rounding: the data cannot tell the scale from the edge, so it is a bound wherever the
+    search stopped. (A linear ε at or below the first distance predicts the same g at every
+    measured distance — a pure drop — so the loss is flat from the grid's low edge up to d₁,
+    and which point of that plateau the search returned was decided by rounding.)"""
+    edges = _one_scale(family, d, y, w, candidates[[0, -1]])[0]
+    tolerance = _PLATEAU * max(float((w * y * y).sum()), _RESIDUAL_FLOOR**2)
+    if edges[0] <= rss + tolerance:
+        return "low"
+    if edges[1] <= rss + tolerance:
+        return "high"
+    return ""
 
 
 def _edge(scale: float, low: float, high: float) -> str:

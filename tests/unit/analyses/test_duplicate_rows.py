@@ -1,4 +1,5 @@
-"""A row given twice is one observation: ccgp's probes and similarity's g0_across_texts refuse
+"""A row given twice is one observation: ccgp's probes, abstraction's (and linearization-effect's)
+class means and split halves, and similarity's g0_across_texts refuse
 data holding exact copies (the same activation row and labels), naming the dataset rows.
 Before, a copy landed in both the training and the test split (probe accuracy toward 1.0) and
 counted as "the same stimulus in another text" (g0_across_texts toward 1.0)."""
@@ -84,3 +85,50 @@ def test_duplicate_groups_by_hand():
         [10, 12, 13],
         [11, 14],
     ]
+
+
+def test_abstraction_refuses_a_copied_row_naming_the_rows():
+    """A copy counts twice in its class mean and can fall into both halves of a split (the
+    split-half reliability behind the corrected α): refused, as in ccgp."""
+    rows, data = noisy_concepts()
+    clean = gl.run("abstraction", gl.attach({"x": rows}), data, n_bootstrap=20, n_shuffles=10)
+    assert np.isfinite(clean.metrics["x.alpha"])
+    copied = {name: values + [values[7]] for name, values in data.items()}
+    with pytest.raises(DuplicateRowsError) as error:
+        gl.run(
+            "abstraction",
+            gl.attach({"x": np.concatenate([rows, rows[7:8]])}),
+            copied,
+            n_bootstrap=20,
+            n_shuffles=10,
+        )
+    message = str(error.value)
+    assert message.startswith("abstraction:") and "\n" not in message
+    assert f"7 = {len(rows)}" in message and "remove the 1 extra copies" in message
+    # The same vector under the other concept value is contradictory data, not a copy.
+    rows[20] = rows[0]
+    other = gl.run("abstraction", gl.attach({"x": rows}), data, n_bootstrap=20, n_shuffles=10)
+    assert np.isfinite(other.metrics["x.alpha"])
+
+
+def test_linearization_effect_refuses_a_copied_text():
+    from helpers.tiny_models import tiny_gpt2
+
+    model, tokenizer = tiny_gpt2()
+    columns: dict[str, list[str]] = {"text": [], "concept": [], "context": []}
+    for pair in [("king", "queen"), ("man", "woman"), ("boy", "girl"), ("he", "she")]:
+        for concept, word in zip(("first", "second"), pair):
+            columns["text"].append(f"the [[{word}]] sat")
+            columns["concept"].append(concept)
+            columns["context"].append("/".join(pair))
+    copied = {name: values + [values[2]] for name, values in columns.items()}
+    with pytest.raises(DuplicateRowsError) as error:
+        gl.run(
+            "linearization-effect",
+            gl.attach(model, tokenizer=tokenizer),
+            copied,
+            n_bootstrap=10,
+            n_shuffles=5,
+        )
+    message = str(error.value)
+    assert message.startswith("linearization-effect:") and f"2 = {len(columns['text'])}" in message

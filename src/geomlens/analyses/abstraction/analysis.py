@@ -46,6 +46,7 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
     task_rng,
 )
+from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.results import Result
 
 from .example import EXAMPLE
@@ -93,10 +94,11 @@ class AbstractionConfig(ConceptConfig):
 
 
 def abstraction_draws(
-    state: ConceptState, config: AbstractionConfig, seed: int
+    state: ConceptState, config: AbstractionConfig, seed: int, analysis: str = "abstraction"
 ) -> tuple[list[dict], dict[tuple[str, str], AlphaDraws]]:
     """One row per (site, task) — α, its interval over contexts, the nulls, the number of
-    contexts — and each row's draws, keyed by (site, task)."""
+    contexts — and each row's draws, keyed by (site, task). Data giving the same row twice
+    is refused (``analysis`` names the analysis in the message)."""
     rows, draws = [], {}
     for site in state.sites():
         for task in state.tasks():
@@ -105,7 +107,18 @@ def abstraction_draws(
             )
             task_rows = None
             if state.keep_rows:
-                task_rows = TaskRows.from_labels(*state.pooled(site, task), values, contexts)
+                pooled, concept, context = state.pooled(site, task)
+                refuse_duplicates(
+                    analysis,
+                    f"{site} (task {task})",
+                    pooled,
+                    [concept, context],
+                    state.pooled_index(task),
+                    effect="a copy would count twice in its class mean and fall into both "
+                    "halves of a split, inflating the split-half reliability, rows_per_cell "
+                    "and the corrected α",
+                )
+                task_rows = TaskRows.from_labels(pooled, concept, context, values, contexts)
             task_draws = alpha_draws(
                 means,
                 task_rng(seed, site, task),

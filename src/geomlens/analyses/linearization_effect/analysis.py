@@ -241,7 +241,7 @@ class LinearizationEffect(Analysis):
         self, condition: str, seed: int
     ) -> tuple[list[dict], list[dict], dict[tuple[str, str], AlphaDraws]]:
         state = self.states[condition]
-        alpha_rows, draws = abstraction_draws(state, self.config, seed)
+        alpha_rows, draws = abstraction_draws(state, self.config, seed, self.name)
         ccgp_rows, split_rows = ccgp_tables(state, self.config, seed)
         merged = [{**a, **c, "condition": condition} for a, c in zip(alpha_rows, ccgp_rows)]
         return merged, [{**s, "condition": condition} for s in split_rows], draws

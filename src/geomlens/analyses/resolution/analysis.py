@@ -229,6 +229,12 @@ def _interval_metrics(key: str, interval: Interval) -> dict[str, float]:
     }
 
 
+def _bounded(fit: Fit) -> bool:
+    """Whether ``fit``'s (slow) scale is a bound of the search, not an estimate (a two-scale
+    fit at the low edge has its fast scale there; its slow scale is still estimated)."""
+    return fit.at_bound == "high" or (fit.at_bound == "low" and fit.family != "two-scale")
+
+
 def _number(value: Any) -> float:
     """A float from a JSON value (None → NaN)."""
     return float(value) if value is not None else float("nan")
@@ -334,12 +340,11 @@ class Resolution(Similarity):
                 {
                     "site": site,
                     "family": f.family,
-                    # A scale at an edge of the search grid is a bound, not an estimate.
-                    "epsilon": float("nan")
-                    if f.at_bound == "high" or (f.at_bound == "low" and f.family != "two-scale")
-                    else f.epsilon,
+                    # A scale at an edge of the search grid is a bound, not an estimate; so
+                    # is the fitted half-width it sets.
+                    "epsilon": float("nan") if _bounded(f) else f.epsilon,
                     # The fitted curve's half-width (the metric is the measured curve's).
-                    "half_width": f.half_width,
+                    "half_width": float("nan") if _bounded(f) else f.half_width,
                     "delta": f.delta,
                     "offset": f.offset,
                     "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
