@@ -156,11 +156,39 @@ def _vocab_rows(numbers: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _run_row(numbers: dict[str, Any]) -> Row:
+    """A command run as a user runs it, under /usr/bin/time -v: its peak resident memory."""
+    command = " ".join(numbers["command"])
+    where = (
+        f"`{command}`, cpu, batch {numbers['batch_size']}, max_length {numbers['max_length']}, "
+        f"{numbers['wall_seconds'] / 60:.0f} min wall, {numbers['cpu_seconds'] / 60:.0f} min CPU"
+    )
+    return ("peak RSS of one run at default settings", _gb(numbers["peak_rss_bytes"]), "–", where)
+
+
+def _gemma_run_sentence(found: dict[str, dict[str, Any]]) -> str:
+    numbers = found.get("run_sae_features_gemma_cpu")
+    if numbers is None:
+        return ""
+    return (
+        f"`{' '.join(numbers['command'])}` at the default batch size ({numbers['batch_size']}) "
+        f"and length ({numbers['max_length']}), its first run (training and caching the "
+        f"causal-LM SAE, then its own shipped data), peaked at "
+        f"{_gb(numbers['peak_rss_bytes'])} resident under `/usr/bin/time -v` "
+        f"(`run_sae_features_gemma_cpu.json`; {numbers['wall_seconds'] / 60:.0f} min of wall "
+        f"time and {numbers['cpu_seconds'] / 60:.0f} min of CPU time on a 2-core machine shared "
+        "with other work), where before the scores were reduced inside the pass it was killed at "
+        "24 GB."
+    )
+
+
 def vocab_memory_prose(folder: Path = RESULTS) -> str:
     """README / docs/scale.md: sae-features' peak memory on SmolLM2 and Gemma 3."""
-    numbers = _load(folder).get("vocab_memory_cpu")
+    found = _load(folder)
+    numbers = found.get("vocab_memory_cpu")
+    gemma = _gemma_run_sentence(found)
     if numbers is None:
-        return "_No vocab_memory_cpu.json in benchmarks/results/._"
+        return gemma or "_No vocab_memory_cpu.json in benchmarks/results/._"
     parts = []
     for model, at in numbers["by_model"].items():
         parts.append(
@@ -183,7 +211,7 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
             "V = 49k: the next-token scores are reduced inside the pass, so nothing of size "
             "B·T·V is held."
         )
-    return text
+    return text + (" " + gemma if gemma else "")
 
 
 def benchmark_table(folder: Path = RESULTS) -> str:
@@ -200,6 +228,8 @@ def benchmark_table(folder: Path = RESULTS) -> str:
             rows.append(_timing_row("geomlens time / run_with_cache", numbers, key))
         elif name.startswith("vocab_memory"):
             rows += _vocab_rows(numbers)
+        elif name.startswith("run_"):
+            rows.append(_run_row(numbers))
         elif name.startswith("sae"):
             key = "sae-features_over_bare_encode"
             rows.append(_timing_row("sae-features / bare SAE encode", numbers, key))
