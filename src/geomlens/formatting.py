@@ -196,6 +196,16 @@ def human_name(identifier: str) -> str:
     return identifier.replace("_", " ")
 
 
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_words(text: str) -> str:
+    """``text`` without Sphinx markup (a role such as ``:func:`name``` → its target, double
+    backticks dropped): docstrings read out in the CLI or on the page show no markup."""
+    return _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text))
+
+
 def layer_label(site: str) -> str:
     """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged; a
     pair of sites ``a~b`` (a metric of two sites) → ``layer 1 (…) and layer 4 (…)``."""
