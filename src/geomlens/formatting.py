@@ -118,6 +118,11 @@ HUMAN_NAMES: dict[str, str] = {
     "hook_resid_pre": "residual stream before the block",
     "hook_mlp_out": "MLP output",
     "hook_attn_out": "attention output",
+    "hook_resid_mid": "residual stream between attention and MLP",
+    "mlp.hook_post": "MLP activation",
+    "mlp.hook_pre": "MLP pre-activation",
+    "hook_embed": "token embedding",
+    "logits": "output logits",
 }
 
 #: Metric names (the part after the site) in words that no one analysis owns; each analysis's
@@ -196,13 +201,32 @@ def human_name(identifier: str) -> str:
     return identifier.replace("_", " ")
 
 
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_words(text: str) -> str:
+    """``text`` without Sphinx markup (a role such as ``:func:`name``` → its target, double
+    backticks dropped): docstrings read out in the CLI or on the page show no markup."""
+    return _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text))
+
+
 def layer_label(site: str) -> str:
-    """``blocks.3.hook_resid_post`` → ``layer 3 (hook_resid_post)``; other names unchanged; a
-    pair of sites ``a~b`` (a metric of two sites) → ``layer 1 (…) and layer 4 (…)``."""
+    """``blocks.3.hook_resid_post`` → ``layer 3, residual stream after the block`` (the hook in
+    words, :func:`site_words`); other names in words; a pair of sites ``a~b`` (a metric of two
+    sites) → ``layer 1, … and layer 4, …``. The raw site name stays in the JSON."""
     if "~" in site:
         return " and ".join(layer_label(part) for part in site.split("~"))
     match = _SITE.fullmatch(site)
-    return f"layer {match.group(1)} ({match.group(2)})" if match else site
+    return f"layer {match.group(1)}, {site_words(match.group(2))}" if match else site_words(site)
+
+
+def site_words(hook: str) -> str:
+    """A hook name (the part after ``blocks.N.``) or a model-level site in words: known ones
+    from :data:`HUMAN_NAMES`, others with ``hook_`` dropped and ``_`` / ``.`` as spaces."""
+    if hook in HUMAN_NAMES:
+        return HUMAN_NAMES[hook]
+    return hook.replace("hook_", "").replace("_", " ").replace(".", " ").strip()
 
 
 def split_metric(key: str, sites: Any = None) -> tuple[str, str]:
@@ -235,7 +259,7 @@ def metric_name(name: str) -> str:
 
 def metric_label(key: str, sites: Any = None) -> str:
     """A metric key in words: ``blocks.3.hook_resid_post.auroc.random_tokens`` →
-    ``layer 3 (hook_resid_post): AUROC, random tokens``."""
+    ``layer 3, residual stream after the block: AUROC, random tokens``."""
     site, name = split_metric(key, sites)
     words = metric_name(name)
     return f"{layer_label(site)}: {words}" if site else words

@@ -77,9 +77,23 @@ def _heavy_imports(arguments: list[str], before: str = "") -> set[str]:
     return set(line.split()[1:]) & set(HEAVY)
 
 
-@pytest.mark.parametrize("arguments", [["--help"], ["run", "--help"], ["report", "--help"]])
+@pytest.mark.parametrize(
+    "arguments", [["--help"], ["run", "--help"], ["report", "--help"], ["list"]]
+)
 def test_the_help_imports_no_heavy_library(arguments):
     assert _heavy_imports(arguments) == set(), "imported for help alone"
+
+
+def test_list_without_plugins_names_every_built_in():
+    """The light listing (no torch) still shows every built-in and its aliases."""
+    from geomlens.analyses.registry import ANALYSES, builtin_analyses
+
+    shown = CliRunner().invoke(app, ["list"], env=WIDE, terminal_width=400)
+    assert shown.exit_code == 0, shown.output
+    listed = [line.split()[0] for line in shown.output.splitlines() if not line.startswith(" ")]
+    assert listed == builtin_analyses()
+    for alias in ANALYSES.aliases():
+        assert alias in shown.output
 
 
 def test_the_heavy_import_check_sees_a_planted_import():

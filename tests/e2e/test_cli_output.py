@@ -22,7 +22,7 @@ def test_run_names_its_data_and_shows_every_layer_and_resumption(tmp_path):
     sites = json.loads(out.read_text())["provenance"]["sites"]
     for site in sites:  # every layer's headline row, not the first 20 metrics
         layer = site.split(".")[1]
-        assert f"layer {layer} (hook_resid_post)" in first.output
+        assert f"layer {layer}, residual stream after the block" in first.output
     assert "mean token norm" in first.output
     again = CliRunner().invoke(app, command)
     assert again.exit_code == 0, again.output

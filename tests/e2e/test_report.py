@@ -533,3 +533,58 @@ def test_the_causal_lm_sae_figure_and_its_reading_show_the_same_aurocs(quick_rep
     assert any("content tokens" in label for label in shown), shown
     assert "special tokens and attention sinks left out" in text
     assert not any("every token" in label for label in shown), shown
+    # k: each legend entry's mean k is the reading's number for that condition, same tokens
+    ks = [re.match(r"(.+?) \(mean k ([^,)]+)", label) for label in shown]
+    ks = [m.groups() for m in ks if m]
+    assert len(ks) >= 3, shown  # calibration, held-out English and the OOD sets
+    for name, k in ks:
+        if name == "calibration text":  # the pool's own text: the reading quotes no k for it
+            continue
+        assert f"{name} {k}" in text or f"{k} on {name}" in text, (name, k, text)
+    # loss: the splice loss gap ε̂_loss in the bound panel's legend and in the text
+    loss_in_figure = re.findall(r"ε̂_loss (\S+) bits", " ".join(shown))
+    loss_in_text = re.findall(r"ε̂_loss = (\S+) bits", text)
+    assert loss_in_figure, shown
+    assert loss_in_figure == loss_in_text, (shown, text)
+
+
+def test_the_causal_lm_linearisation_figure_and_its_reading_show_the_same_loss(quick_report):
+    """The linearisation figure's title states the cost the reading states, same number."""
+    from geomlens.analyses.plotting import plot_from_json
+    from geomlens.analyses.registry import analysis_class
+
+    assert quick_report.causal_lm is not None and quick_report.causal_lm.unavailable is None
+    result = quick_report.causal_lm.results["linearization-effect"]
+    cls = analysis_class("linearization-effect")
+    figure = plot_from_json(cls, result)
+    try:
+        title = figure.get_suptitle()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    text = " ".join(read(result, cls))
+    in_figure = re.findall(r"loss change (\S+) nats", title)
+    in_text = re.findall(r"loss changes by (\S+) nats", text)
+    assert in_figure == in_text, (title, text)
+    assert in_figure or "not read" in title, title
+
+
+#: A code identifier: lower-case words joined by underscores (``hook_resid_post``,
+#: ``random_tokens``, ``mean_k``).
+IDENTIFIER = re.compile(r"\b[a-z]+_[a-z_]+\b")
+#: Snake-case names a user types and so sees as they are (kept tiny): none yet.
+TYPED_NAMES: frozenset[str] = frozenset()
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_the_page_shows_no_code_identifiers_or_markup(quick_report, tmp_path):
+    seen = visit(quick_report.index, tmp_path / "report.png")
+    identifiers = sorted(set(IDENTIFIER.findall(seen.text)) - TYPED_NAMES)
+    assert not identifiers, identifiers
+    assert ":func:" not in seen.text and ":mod:" not in seen.text
+    assert "``" not in seen.text
+
+
+def test_the_identifier_check_sees_a_planted_identifier():
+    assert IDENTIFIER.findall("layer 3 (hook_resid_post), random tokens") == ["hook_resid_post"]

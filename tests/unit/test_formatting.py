@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
+from geomlens.analyses import registry  # noqa: F401  (the metric specs' words and units)
 from geomlens.formatting import (
     distance_unit,
     duration,
@@ -61,7 +62,7 @@ def test_identifiers_read_as_words():
     assert human_name("replaced_15pct") == "15 % of tokens replaced"
     assert human_name("replaced_5pct") == "5 % of tokens replaced"
     label = metric_label("blocks.3.hook_resid_post.auroc.replaced_15pct")
-    assert label == "layer 3 (hook_resid_post): AUROC, 15 % of tokens replaced"
+    assert label == "layer 3, residual stream after the block: AUROC, 15 % of tokens replaced"
     assert metric_label("blocks.0.hook_resid_post.p_similarity").endswith(
         ": similarity accuracy p_S"
     )
@@ -110,4 +111,6 @@ def test_g_of_d_band_is_labelled_as_a_spread_and_the_distance_has_its_unit():
 
 def test_a_metric_of_a_pair_of_sites_reads_as_both():
     key = "blocks.1.hook_resid_post~blocks.4.hook_resid_post.cka"
-    assert metric_label(key) == ("layer 1 (hook_resid_post) and layer 4 (hook_resid_post): cka")
+    assert metric_label(key) == (
+        "layer 1, residual stream after the block and layer 4, residual stream after the block: cka"
+    )

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from geomlens.formatting import layer_label, number, percent
+from geomlens.formatting import human_name, layer_label, number, percent
 from geomlens.results import Result
 
 __all__ = [
-    "across_texts_words", "direction", "extremes", "interval", "layer_label", "mean_of",
+    "across_texts_words", "direction", "extremes", "human_name", "interval", "layer_label", "mean_of",
     "missing", "number", "per_site", "percent", "share_percent", "site_row",
 ]  # fmt: skip
 

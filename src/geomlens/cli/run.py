@@ -37,16 +37,26 @@ def list_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every option.")] = False,
 ) -> None:
     """List the registered analyses (built-ins and installed plugins)."""
-    from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
-    from geomlens.report.plan import default_data_description
+    import importlib.metadata
 
+    from geomlens.cli.catalogue import ENTRY_POINT_GROUP, describe
+
+    # Without plugins and without --verbose the built-ins' generated catalogue says all there is
+    # to say, and listing stays free of torch; a plugin imports geomlens's analyses anyway, and
+    # --verbose reads each class's options, so both go through the registry.
+    if not verbose and not importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        from geomlens.cli._catalogue import BUILTINS
+
+        for entry in BUILTINS:
+            _echo_entry(entry)
+        return
+    from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
+
+    aliases = ANALYSES.aliases()
     for name in list_analyses():
         cls = analysis_class(name)
-        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        aliases = [a for a, target in ANALYSES.aliases().items() if target == name]
-        alias_text = f"  (aliases: {', '.join(aliases)})" if aliases else ""
-        typer.echo(f"{name}{alias_text}  {summary}")
-        typer.echo(f"    default data: {default_data_description(cls)}")
+        entry = describe(cls, tuple(a for a, t in aliases.items() if t == name))
+        _echo_entry(entry)
         if verbose:
             for line in option_lines(cls):
                 typer.echo(f"    {line}")
@@ -56,6 +66,12 @@ def list_command(
         typer.secho(f"{plugin}  [plugin failed to load: {error}]", fg=typer.colors.YELLOW)
     if ANALYSES.load_errors:
         raise typer.Exit(code=1)
+
+
+def _echo_entry(entry: Any) -> None:
+    alias_text = f"  (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""
+    typer.echo(f"{entry.name}{alias_text}  {entry.summary}")
+    typer.echo(f"    default data: {entry.default_data}")
 
 
 def option_lines(cls: Any) -> list[str]:

@@ -505,6 +505,19 @@ def _fold_ranks(analyses: Sequence[Analysis], gathered: list[Any]) -> None:
             analysis.merge(other)
 
 
+def own_default_data(built: list[Analysis], adapter: Adapter) -> Any:
+    """The data a single analysis run without data uses: its own shipped data, as
+    ``geomlens run NAME`` without ``--data`` does. Several analyses may want different data, so
+    they are given theirs explicitly."""
+    if len(built) > 1:
+        names = ", ".join(analysis.name for analysis in built)
+        raise ValueError(
+            f"No data given for several analyses ({names}): each has its own default data, so "
+            "pass data, or run them one at a time to use each one's own."
+        )
+    return built[0].default_data(adapter)
+
+
 def run(
     analyses: AnalysisSpec | Sequence[AnalysisSpec],
     model: Any,
@@ -524,7 +537,8 @@ def run(
 
     ``model`` is an Adapter or anything ``gl.attach`` accepts. ``data``: texts, token ids, a
     mapping/DataFrame with a ``text`` column and label columns, a list of row mappings, a
-    Dataset, None for recorded activations, or any iterable of rows read as it streams (a
+    Dataset, None (recorded activations; for a model, one analysis's own default data, as in
+    ``geomlens run NAME``), or any iterable of rows read as it streams (a
     generator, ``geomlens.data.streaming.stream_file(path)``, a ``datasets`` Dataset or
     IterableDataset). Keyword ``options`` (``site=…``, ``pooling=…``) go to every analysis that
     has that option.
@@ -541,6 +555,8 @@ def run(
     settings = RunSettings(batch_size, padding_side, max_length, progress, seed)
     adapter = model if isinstance(model, Adapter) else attach(model)
     built = build_analyses(analyses, options)
+    if data is None and getattr(adapter, "num_rows", None) is None:
+        data = own_default_data(built, adapter)
     dataset = prepare_data(data, adapter)
     shard = _shard(distributed)
     run_arguments = _run_arguments(built, adapter, dataset, settings, shard)

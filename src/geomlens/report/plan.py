@@ -129,8 +129,11 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
 
 
 def first_paragraph(function: Any) -> str:
-    """The first paragraph of ``function``'s docstring, on one line ('' without one)."""
-    return " ".join((function.__doc__ or "").strip().split("\n\n")[0].split())
+    """The first paragraph of ``function``'s docstring, on one line, without Sphinx markup ('' without
+    one): it is shown to users (``geomlens list``, the page)."""
+    from geomlens.formatting import plain_words
+
+    return plain_words(" ".join((function.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
 def default_data_description(cls: type[Analysis]) -> str:

@@ -9,7 +9,7 @@ from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 import geomlens as gl
-from geomlens.analyses.choices import choice_accuracy
+from geomlens.analyses.choices import _trial_bootstrap, choice_accuracy
 from geomlens.data import choice_sets, stimuli
 from geomlens.data.dataset import Dataset
 from geomlens.data.prompts import choice_prompts
@@ -160,7 +160,7 @@ def test_rotations_cancel_a_position_preference_in_the_recovered_g(rotations):
 
 def test_accuracy_rows_give_chance_and_a_trial_clustered_interval():
     # A model that always picks the option listed first, in both rotations of each trial:
-    # every trial scores exactly 1/2, so its interval is a point, while the prompts alone vary.
+    # every trial scores exactly 1/2, so its bootstrap is a point, while the prompts alone vary.
     trials = []
     rng = np.random.default_rng(0)
     for _ in range(30):
@@ -168,17 +168,46 @@ def test_accuracy_rows_give_chance_and_a_trial_clustered_interval():
         trials += [("identification", np.array([1.0, 0.0]), d),
                    ("identification", np.array([1.0, 0.0]), d[::-1])]  # fmt: skip
     ids = np.repeat(np.arange(30), 2)
-    (clustered,) = choice_accuracy(trials, ids.tolist())
-    assert clustered["chance"] == 0.5 and clustered["accuracy"] == pytest.approx(0.5)
-    assert clustered["ci_high"] - clustered["ci_low"] < 1e-12
-    assert clustered["above_chance"] is False
-    assert clustered["trials"] == 30 and clustered["prompts"] == 60
-    (unclustered,) = choice_accuracy(trials)
-    assert unclustered["ci_high"] - unclustered["ci_low"] > 0.2
+    values = np.array([p[d == 0][0] for _, p, d in trials])
+    clustered = _trial_bootstrap(ids.tolist(), values, np.random.default_rng(0))
+    assert clustered[1] - clustered[0] < 1e-12
+    assert (
+        _trial_bootstrap(list(range(60)), values, np.random.default_rng(0))[1]
+        - _trial_bootstrap(list(range(60)), values, np.random.default_rng(0))[0]
+        > 0.2
+    )
+    (row,) = choice_accuracy(trials, ids.tolist())
+    assert row["chance"] == 0.5 and row["accuracy"] == pytest.approx(0.5)
+    # the interval is never narrower than the standard error shown beside it
+    assert row["ci_high"] - row["ci_low"] >= 2 * 1.96 * row["se"]
+    assert row["above_chance"] is False
+    assert row["trials"] == 30 and row["prompts"] == 60
     # a model that is right 80% of the time in expectation: interval above chance, covering 0.8
     good = [("similarity", np.array([0.8, 0.2]), np.array([1.0, 9.0]))] * 20
     (row,) = choice_accuracy(good + [("similarity", np.array([0.7, 0.3]), np.array([1.0, 9.0]))])
     assert row["above_chance"] and row["ci_low"] <= row["accuracy"] <= row["ci_high"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_chance_level_choices_over_few_trials_contain_chance(seed):
+    # A position-biased model at chance (it prefers the first-listed option by a random amount,
+    # plus noise) over two trials, each in both rotations: the rotations average each trial out
+    # to about one half, so the two trial means nearly agree and a bootstrap over them alone
+    # is a sliver that misses 1/2 by the seed's luck. The interval must contain chance.
+    rng = np.random.default_rng(seed)
+    first = rng.uniform(0.6, 0.95)
+    trials, ids = [], []
+    for trial in range(2):
+        d = rng.permutation([0.0, 5.0])
+        for order in (d, d[::-1]):
+            p_first = float(np.clip(first + rng.normal(0, 0.01), 0.01, 0.99))
+            trials.append(("similarity", np.array([p_first, 1 - p_first]), order))
+            ids.append(trial)
+    (row,) = choice_accuracy(trials, ids, seed=seed)
+    assert row["ci_low"] <= 0.5 <= row["ci_high"], row
+    assert row["above_chance"] is False
+    bootstrap = _trial_bootstrap(ids, np.array([p[d == d.min()][0] for _, p, d in trials]), rng)
+    assert bootstrap[1] - bootstrap[0] < 0.05  # what the interval was before: a sliver
 
 
 # -- end to end -------------------------------------------------------------------------------

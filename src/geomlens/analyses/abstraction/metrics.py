@@ -49,7 +49,12 @@ METRIC_SPECS: tuple[M, ...] = (
     ),
     M("alpha_corrected_ci_low", headline=True),
     M("alpha_corrected_ci_high", headline=True),
-    M("alpha", "abstraction α (raw, at rows_per_cell)", headline=True, guards=(alpha_above_null,)),
+    M(
+        "alpha",
+        "abstraction α (raw, at the set rows per concept value and context)",
+        headline=True,
+        guards=(alpha_above_null,),
+    ),
     M("alpha_ci_low", headline=True),
     M("alpha_ci_high", headline=True),
     M("alpha_null_p95", headline=True),

@@ -44,6 +44,7 @@ from geomlens.analyses.concept_geometry import (
     site_tasks,
     task_rng,
 )
+from geomlens.formatting import human_name, number
 from geomlens.inputs.pooling import pool_tokens
 from geomlens.interventions.linearize import (
     MODES,
@@ -58,7 +59,7 @@ from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
 from .example import EXAMPLE
-from .metrics import METRIC_SPECS
+from .metrics import METRIC_SPECS, loss_above_uniform
 from .reading import reading as read_result
 
 CONDITIONS = ("base", "linearized")
@@ -454,15 +455,22 @@ class LinearizationEffect(Analysis):
             },
         )
         info = (result.tables.get("linearization") or [{}])[0]
-        cost = {
-            k.split(".", 1)[1].replace("_", " "): v
-            for k, v in result.metrics.items()
-            if k in ("fidelity.output_embedding_cosine", "fidelity.lm_loss_change")
+        # The cost in the reading's words and digits (formatting.number), so the two agree.
+        words = {
+            "fidelity.output_embedding_cosine": ("output-embedding cosine", ""),
+            "fidelity.lm_loss_change": ("next-token loss change", " nats"),
         }
+        cost = [
+            f"{name} {number(result.metrics[key])}{unit}"
+            for key, (name, unit) in words.items()
+            if key in result.metrics
+        ]
+        if loss_above_uniform(result) is not None:  # the reading does not read it either
+            cost = ["not read (the loss is above a uniform guess's)"]
+        layers = ", ".join(str(layer) for layer in info.get("layers") or [])
         figure.suptitle(
             f"linearization-effect · {result.provenance.get('model_id', '')} · layers "
-            f"{info.get('layers')} → {info.get('mode')} · cost: "
-            + ", ".join(f"{name} {value:.3g}" for name, value in cost.items())
+            f"{layers} → {human_name(str(info.get('mode')))} · cost: " + ", ".join(cost)
         )
         figure.tight_layout()
         return figure

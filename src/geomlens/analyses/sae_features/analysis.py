@@ -94,7 +94,7 @@ class SAEFeatures(Analysis):
     def default_data(self, adapter: Adapter) -> Any:
         """Calibration and held-out English (disjoint parts of the bundled corpus) and three OOD
         sets as long as the held-out set, row for row: uniform random token ids and 15 % replaced
-        tokens (made from the held-out rows, paired with them by ``source_row``), and Python
+        tokens (made from the held-out rows, each paired with its source row), and Python
         standard-library source cut to the held-out lengths."""
         from geomlens.data.ood import feature_explosion_data
 

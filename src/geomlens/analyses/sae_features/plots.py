@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.formatting import human_name, number
+from geomlens.formatting import human_name, layer_label, number
 from geomlens.results import Result
 
 
@@ -44,8 +44,10 @@ def _plot_histograms(ax: Any, result: Result, site: str, bins: int = 40) -> None
     # The same tokens as the reading beside the figure: content tokens where the result has
     # them (an attention sink's k would otherwise dominate every histogram and AUROC).
     way = token_variant(result)
-    table, auroc_name = (
-        ("k_histogram_content", "auroc_content") if way == "content" else ("k_histogram", "auroc")
+    table, auroc_name, k_name = (
+        ("k_histogram_content", "auroc_content", "mean_k_content")
+        if way == "content"
+        else ("k_histogram", "auroc", "mean_k")
     )
     rows = [r for r in result.tables.get(table, []) if r["site"] == site]
     if not rows:
@@ -57,15 +59,30 @@ def _plot_histograms(ax: Any, result: Result, site: str, bins: int = 40) -> None
         counts, _ = np.histogram(
             [r["k"] for r in mine], bins=edges, weights=[r["count"] for r in mine]
         )
+        # The legend gives the numbers the reading gives, of the same tokens: mean k, AUROC.
+        mean_k = result.metrics.get(f"{site}.{k_name}.{condition}")
         auroc = result.metrics.get(f"{site}.{auroc_name}.{condition}")
-        shown = auroc is not None and auroc == auroc  # NaN: no AUROC to show
-        label = human_name(condition) + (f" (AUROC {number(auroc)})" if shown else "")
+        numbers = [f"mean k {number(mean_k)}"] if mean_k is not None and mean_k == mean_k else []
+        if auroc is not None and auroc == auroc:  # NaN: no AUROC to show
+            numbers.append(f"AUROC {number(auroc)}")
+        label = human_name(condition) + (f" ({', '.join(numbers)})" if numbers else "")
         ax.stairs(counts / counts.sum(), edges, label=label)
     tokens = "content tokens" if way == "content" else "every token"
     ax.set_xlabel(f"active latents per token, k ({tokens})")
     ax.set_ylabel(f"fraction of {tokens}")
-    ax.set_title(f"{site}: k and AUROC against held-out text, {tokens}", fontsize=9)
+    ax.set_title(f"{layer_label(site)}: k and AUROC against held-out text, {tokens}", fontsize=9)
     ax.legend(fontsize=7)
+
+
+#: The bound's terms in words (the legend of its panel).
+BOUND_TERMS = {
+    "empirical_risk": "empirical risk",
+    "eps_loss": "splice loss gap ε̂_loss",
+    "pool_mismatch": "pool mismatch term",
+    "complexity": "complexity term",
+    "k_union": "union over k term",
+    "confidence": "confidence term",
+}
 
 
 def _plot_bound(ax: Any, result: Result, site: str) -> None:
@@ -80,7 +97,10 @@ def _plot_bound(ax: Any, result: Result, site: str) -> None:
             next((r["value"] for r in rows if r["form"] == f and r["term"] == term), 0.0)
             for f in forms
         ]
-        ax.bar(forms, values, bottom=bottoms, label=term)
+        words = BOUND_TERMS.get(term, term.replace("_", " "))
+        if term == "eps_loss":  # the number the reading quotes, in its unit
+            words += f" {number(values[0])} bits"
+        ax.bar(forms, values, bottom=bottoms, label=words)
         bottoms = [b + v for b, v in zip(bottoms, values)]
     threshold = result.metrics.get(f"{site}.vacuity_threshold")
     if threshold is not None:
@@ -100,8 +120,10 @@ def _plot_fidelity(ax: Any, result: Result, site: str) -> None:
     positions = np.arange(len(rows))
     ax.bar(positions - 0.2, [r["epsilon_loss"] for r in rows], 0.4, label="SAE splice")
     ax.bar(positions + 0.2, [r["epsilon_loss_shuffled"] for r in rows], 0.4, label="shuffled")
-    ax.set_xticks(positions, [r["condition"] for r in rows], rotation=30, ha="right", fontsize=7)
+    ax.set_xticks(
+        positions, [human_name(r["condition"]) for r in rows], rotation=30, ha="right", fontsize=7
+    )
     kind = next((n["note"] for n in result.tables.get("notes", []) if n["item"] == "loss_kind"), "")
-    ax.set_ylabel(f"ε̂_loss ({kind})" if kind else "ε̂_loss", fontsize=8)
+    ax.set_ylabel(f"ε̂_loss ({human_name(kind)})" if kind else "ε̂_loss", fontsize=8)
     ax.set_title("no bound (no LM loss): splice fidelity", fontsize=9)
     ax.legend(fontsize=7)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from geomlens.analyses.reading_words import (
+    human_name,
     layer_label,
     number,
     per_site,
@@ -52,7 +53,7 @@ def reading(result: Result) -> list[str]:
 
     if "heldout" in mean_k:
         others = ", ".join(
-            f"{name} {number(value)}{score(name)}"
+            f"{human_name(name)} {number(value)}{score(name)}"
             for name, value in mean_k.items()
             if name not in ("heldout", "calibration")
         )

@@ -158,8 +158,11 @@ class Similarity(Analysis):
         return ("coordinate",)
 
     def default_data(self, adapter: Adapter) -> Any:
-        """Every year 1901–2000 in three templates (300 texts; see
-        :func:`geomlens.data.stimuli.default_years`); behavioural: the shipped choice set ``choice_set`` (see :mod:`geomlens.data.choice_sets`)."""
+        """Every year 1901–2000 in three templates (300 texts); behavioural: the shipped choice
+        set the choice-set option names (see docs/similarity.md).
+
+        The texts are :func:`geomlens.data.stimuli.default_years`; the choice sets live in
+        :mod:`geomlens.data.choice_sets`."""
         if self.config.mode == "behavioural":
             return shipped_choice_set(
                 self.config.choice_set,
