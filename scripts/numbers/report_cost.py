@@ -31,11 +31,12 @@ def _minutes(seconds: float) -> str:
 
 def _one(name: str, numbers: dict[str, Any]) -> str:
     trained = numbers.get("saes_trained") or []
-    sae = (
-        f", training {len(trained)} SAE(s) it had not cached"
-        if trained
-        else ", its SAEs already cached"
-    )
+    if not trained:
+        sae = ", its SAEs already cached"
+    elif len(trained) == 1:
+        sae = ", training the SAE it had not cached"
+    else:
+        sae = f", training the {len(trained)} SAEs it had not cached"
     return (
         f"{name} took {_minutes(numbers['wall_seconds'])} of wall time and "
         f"{_minutes(numbers['cpu_seconds'])} of CPU time and peaked at "
