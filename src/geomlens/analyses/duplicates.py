@@ -7,7 +7,9 @@ text (``g0_across_texts`` goes to 1.0). The analyses whose results a copy change
 data with :class:`DuplicateRowsError`, naming the dataset rows, so the user removes the copies.
 
 A duplicate is exact: the same pooled activation row (bit for bit) *and* the same labels, so
-two rows of one text with the same labels are found whatever their wording in the file.
+two rows of one text with the same labels are found whatever their wording in the file. Rows
+the model cannot tell apart (a tokenizer mapping their words to one unknown token) are the same
+observation to it as well, and are refused alike.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def refuse_duplicates(
     raise DuplicateRowsError(
         f"{analysis}: the data gives the same row more than once at {where} (dataset rows "
         f"{shown}{more}: the same activation and labels), and {effect}; remove the {copies} "
-        "extra copies (keep one row of each group)."
+        "extra copies (keep one row of each group). Rows of different text are the same to a "
+        "model whose tokenizer reads them alike (words it maps to one unknown token): use "
+        "data in the model's vocabulary."
     )
 
 
