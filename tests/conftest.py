@@ -1,5 +1,6 @@
 """Suite-wide settings: never touch the network, draw figures off-screen."""
 
+import dataclasses
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -46,3 +47,41 @@ def tiny_gpt2_folder(tmp_path_factory):
     from helpers.tiny_models import tiny_gpt2
 
     return saved_model(tmp_path_factory.mktemp("tiny-gpt2"), tiny_gpt2)
+
+
+@pytest.fixture(scope="session")
+def quick_report_run(tmp_path_factory):
+    """``geomlens report --quick`` as the README's first command runs in the suite, once per
+    worker: the CLI itself, in a scratch working folder (so it writes ``report-quick/`` there).
+
+    Returns ``(result, report)``: the CLI's exit code and output (what tests/docs/test_readme.py
+    checks) and the :class:`~geomlens.report.outcome.Report` that ``build_report`` returned
+    inside the command (what tests/e2e/test_report.py reads), taken by a wrapper that calls the
+    real ``build_report`` and keeps its return value. The quick report on MiniLM with its
+    causal-LM section on SmolLM2 takes minutes, so the two test modules share it; their tests
+    carry ``xdist_group(helpers.xdist_groups.QUICK_REPORT)``."""
+    from typer.testing import CliRunner
+
+    import geomlens.report.runner as runner
+    from geomlens.cli import app
+
+    built = []
+    real = runner.build_report
+
+    def keep(*args, **kwargs):
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    working = tmp_path_factory.mktemp("readme-report")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(working)
+        patch.setattr(runner, "build_report", keep)
+        result = CliRunner().invoke(app, ["report", "--quick"])
+    assert len(built) == 1 or result.exit_code != 0, result.output
+    if not built:
+        return result, None
+    # The command wrote to ./report-quick of the scratch folder, which is no longer the working one.
+    report = built[0]
+    return result, dataclasses.replace(
+        report, folder=working / report.folder, files=[working / f for f in report.files]
+    )

@@ -21,7 +21,8 @@ Conventions the README keeps (README authors: see the notes here):
   ``gl.load("gpt2")``) runs with a tiny 6-layer GPT-2 saved to a folder
   (``HookedTransformer.from_pretrained(...)`` with a tiny 6-layer HookedTransformer);
   ``geomlens report`` runs with ``--quick`` (the full report is measured, not run in the
-  suite).
+  suite), once per suite: the shared ``quick_report_run`` fixture (tests/conftest.py) runs it
+  through the CLI and tests/e2e/test_report.py reads the page it wrote.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import REPO
+from helpers.xdist_groups import QUICK_REPORT
 
 ROOT = REPO
 #: The README under test; point GEOMLENS_README at a draft to check it before it replaces README.md.
@@ -173,8 +175,23 @@ def _commands() -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("command", _commands())
-def test_shell_command_runs_as_written(command, tmp_path, standin_folder):
+def _command_params() -> list:
+    """The commands; the one that ends in a plain ``geomlens report`` joins the quick-report
+    group, since it reads the suite's shared quick report (see the test)."""
+    return [
+        pytest.param(
+            command,
+            id=f"command{number}",
+            marks=[pytest.mark.xdist_group(QUICK_REPORT)]
+            if command.split("&&")[-1].strip() == "geomlens report"
+            else [],
+        )
+        for number, command in enumerate(_commands())
+    ]
+
+
+@pytest.mark.parametrize("command", _command_params())
+def test_shell_command_runs_as_written(command, tmp_path, standin_folder, request):
     steps = [step.strip() for step in command.split("&&")]
     setup = [step for step in steps if SETUP_STEPS.match(step)]
     rest = [step for step in steps if not SETUP_STEPS.match(step)]
@@ -198,6 +215,13 @@ def test_shell_command_runs_as_written(command, tmp_path, standin_folder):
             runnable = runnable.replace(f"--model {name}", f"--model {standin_folder}")
     if words[:2] == ["geomlens", "report"] and "--quick" not in words:
         runnable += " --quick"
+    if runnable == "geomlens report --quick":
+        # The same command tests/e2e/test_report.py reads the page of: run once, through the CLI
+        # in a scratch folder, by the shared fixture (tests/conftest.py), not a second time here.
+        result, _ = request.getfixturevalue("quick_report_run")
+        assert result.exit_code == 0, f"{runnable}\n{result.output[-3000:]}"
+        assert "wrote " in result.output and "index.html" in result.output, result.output[-2000:]
+        return
     ran = subprocess.run(
         ["bash", "-c", runnable], cwd=tmp_path, capture_output=True, text=True,
         env=_environment(), timeout=900,

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 from helpers.browser import find_chromium, visit
+from helpers.xdist_groups import QUICK_REPORT
 from typer.testing import CliRunner
 
 import geomlens as gl
@@ -34,15 +35,28 @@ from geomlens.report.plan import QUICK_GROUP_MIN_ROWS, quick_subset
 from geomlens.report.readings import read
 from geomlens.theory import resolution
 
-# Every test of this module on one worker: the quick report (MiniLM and the causal-LM section on
-# SmolLM2) is built once per module, so one worker builds it once.
-pytestmark = pytest.mark.xdist_group("quick_report")
+# Every test of this module on one worker, with the README's `geomlens report` test: the quick
+# report (MiniLM and the causal-LM section on SmolLM2) is built once (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group(QUICK_REPORT)
 
 
-@pytest.fixture(scope="module")
-def quick_report(tmp_path_factory):
-    """The quick report on the bundled MiniLM, every built-in analysis (built once)."""
-    return build_report(out=tmp_path_factory.mktemp("report"), quick=True, progress=False)
+@pytest.fixture
+def quick_report(quick_report_run):
+    """The quick report on the bundled MiniLM, every built-in analysis: the one
+    ``geomlens report --quick`` built (once per worker)."""
+    result, report = quick_report_run
+    assert report is not None, result.output
+    return report
+
+
+def test_this_module_runs_on_one_worker(request):
+    """Under ``pytest -n`` with ``--dist loadgroup`` (pyproject's addopts) xdist tags each test of
+    the group with ``@quick_report``; without the tag the group is split over the workers and
+    each builds the quick report (minutes of CI). pytest 9.2 broke the tagging silently
+    (pytest-dev/pytest-xdist#1386), which this catches."""
+    if not getattr(request.config.option, "loadgroup", False):  # set on xdist's workers only
+        pytest.skip("not run by pytest-xdist with --dist loadgroup")
+    assert request.node.nodeid.endswith("@quick_report"), request.node.nodeid
 
 
 def test_every_builtin_analysis_is_in_the_report(quick_report):
