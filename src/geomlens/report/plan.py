@@ -44,9 +44,8 @@ QUICK_OPTIONS: dict[str, Any] = {
     "n_shuffles": 20,
     "bootstrap": 50,
     "samples": 20_000,
-    # A small SAE: 5,000 tokens, captured from 256 texts per chunk (the causal-LM recipe's
-    # 4,096-row chunk would capture the whole corpus, ten times what 5,000 tokens need).
-    "training": {"tokens": 5_000, "rows_per_chunk": 256},
+    # A small SAE: 5,000 tokens (reading through the model stops there).
+    "training": {"tokens": 5_000},
 }
 
 

@@ -18,7 +18,8 @@ class TrainingConfig:
     d_sae: int = 1536
     """Dictionary size m (number of latents)."""
     tokens: int = 20_000
-    """Distinct activation vectors (tokens) captured (about 2 minutes for MiniLM on a CPU)."""
+    """Content tokens read through the model and trained on, each ``passes`` times (about 2
+    minutes for MiniLM on a CPU); reading stops there, and no row is read twice."""
     l1_coefficient: float = 5.0
     """Weight of sae-lens's L1 sparsity penalty (on activations normalised to norm √d_in)."""
     lr: float = 1e-3
@@ -78,9 +79,10 @@ class TrainingConfig:
 ENCODER_TRAINING = TrainingConfig()
 
 #: The default for causal LMs, for SmolLM2-135M at its middle block, where the encoder
-#: default's 312 steps left ε̂_loss near 1 bit with most latents dead. Every captured token is
-#: kept in one buffer (``rows_per_chunk`` covers the corpus) and trained on for about 2 500
-#: reshuffled steps: on a CPU the forward passes cost far more than the SAE's steps. In the
+#: default's 312 steps left ε̂_loss near 1 bit with most latents dead. The 40,000 tokens read
+#: are kept in one buffer (``rows_per_chunk`` covers the corpus; reading stops at ``tokens``)
+#: and trained on for 2 500 reshuffled steps: on a CPU the forward passes cost far more than
+#: the SAE's steps. In the
 #: default report on SmolLM2 it gives ε̂_loss well under 1 bit (docs/sae.md).
 CAUSAL_LM_TRAINING = TrainingConfig(
     d_sae=2304,

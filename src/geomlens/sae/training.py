@@ -10,9 +10,10 @@ kept in a cache (:mod:`geomlens.sae.cache`) and reused.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,12 @@ from geomlens.sae.loading import read_sae_folder
 #: What geomlens writes beside sae-lens's files in a cached SAE's folder.
 TRAINING_RECORD = "geomlens_training.json"
 
+#: How the tokens an SAE trains on are read, in its cache key: an SAE read another way is
+#: another SAE. 2: at most ``TrainingConfig.tokens`` tokens are read through the model and no
+#: row twice (1, before 2026-12-02, read whole chunks, the causal-LM recipe's whole corpus of
+#: ~52k content tokens for its 40k, and cycled the data again when it had fewer tokens).
+CAPTURE_VERSION = 2
+
 
 @dataclass
 class TrainedSAE:
@@ -63,6 +70,7 @@ def activation_batches(
     passes: int = 1,
     exclude_special: bool = False,
     sink_norm_ratio: float | None = None,
+    max_tokens: int | None = None,
 ) -> Iterator[torch.Tensor]:
     """Endless ``[batch_tokens, d]`` activation batches at ``site`` over ``data`` (cycled).
 
@@ -73,6 +81,13 @@ def activation_batches(
     cycle through the data. A NaN or Inf in the activations stops training, naming the rows.
     ``exclude_special`` and ``sink_norm_ratio`` leave special tokens and attention sinks out
     (``geomlens.inputs.content_tokens``).
+
+    ``max_tokens``: read no more than this many tokens through the model in all, and no row
+    twice. The chunk that reaches it stops reading rows there (cut to the count); after it, or
+    after one cycle through data with fewer tokens, batches are cut from every token read,
+    reshuffled, for as long as they are asked for. A trainer that takes ``max_tokens × passes``
+    samples sees each token read ``passes`` times, and no forward pass is spent on a token it
+    never sees.
     """
     from geomlens.data.streaming import as_stream, is_streamed, rows_to_dataset
 
@@ -83,6 +98,8 @@ def activation_batches(
     special = special_token_ids(adapter.tokenizer) if exclude_special else []
     rng = np.random.default_rng(seed)
     leftover: torch.Tensor | None = None
+    read: list[torch.Tensor] = []  # every token read, kept only when max_tokens bounds them
+    budget = max_tokens
     while True:
         order = rng.permutation(len(dataset))
         for start in range(0, len(order), rows_per_chunk):
@@ -90,18 +107,47 @@ def activation_batches(
             captured = torch.cat(
                 list(
                     _content_tokens(
-                        adapter, site, dataset, rows, max_length, special, sink_norm_ratio
+                        adapter, site, dataset, rows, max_length, special, sink_norm_ratio,
+                        limit=budget,
                     )
                 )
-            )
+            )  # fmt: skip
+            if budget is not None:
+                captured = captured[:budget]
+                budget -= len(captured)
+                read.append(captured)
             for _ in range(passes):
-                tokens = captured[torch.from_numpy(rng.permutation(len(captured)))]
-                if leftover is not None:
-                    tokens = torch.cat([leftover, tokens])
-                usable = len(tokens) - len(tokens) % batch_tokens
-                for begin in range(0, usable, batch_tokens):
-                    yield tokens[begin : begin + batch_tokens]
-                leftover = tokens[usable:]
+                leftover = yield from _cut(captured, rng, leftover, batch_tokens)
+            if budget is not None and budget <= 0:
+                break
+        if budget is not None:  # every token allowed, or every row of the data, has been read
+            break
+    # More batches come from the tokens read, reshuffled: no row goes through the model twice.
+    everything = torch.cat(read)
+    if len(everything) == 0:
+        raise ValueError(
+            f"No token of the {len(dataset)} rows is left to train an SAE on at {site!r}: every "
+            "one is padding, a special token or an attention sink. Give rows with text."
+        )
+    while True:
+        leftover = yield from _cut(everything, rng, leftover, batch_tokens)
+
+
+def _cut(
+    tokens: torch.Tensor,
+    rng: np.random.Generator,
+    leftover: torch.Tensor | None,
+    batch_tokens: int,
+) -> Generator[torch.Tensor, None, torch.Tensor]:
+    """Batches of ``batch_tokens`` from ``tokens`` reshuffled, after the ``leftover`` of the
+    last cut; returns the new leftover (fewer than a batch)."""
+    tokens = tokens[torch.from_numpy(rng.permutation(len(tokens)))]
+    if leftover is not None:
+        tokens = torch.cat([leftover, tokens])
+    usable = len(tokens) - len(tokens) % batch_tokens
+    for begin in range(0, usable, batch_tokens):
+        yield tokens[begin : begin + batch_tokens]
+    return tokens[usable:]
 
 
 def _content_tokens(
@@ -112,23 +158,34 @@ def _content_tokens(
     max_length: int | None,
     special_ids: Sequence[int] = (),
     sink_norm_ratio: float | None = None,
+    *,
+    limit: int | None = None,
 ) -> Iterator[torch.Tensor]:
     """Every real (non-padding) token's activation at ``site`` over ``rows``, batch by batch,
-    on the CPU in float32, less the special tokens and attention sinks asked to be left out."""
+    on the CPU in float32, less the special tokens and attention sinks asked to be left out;
+    with ``limit``, no batch is read once that many tokens have been kept."""
     site = adapter.resolve_site(site)
     # Never longer than the model's position table: the default 128 on a 64-position model
     # failed however the user truncated the analysis's own pass (--max-length 64).
-    limit = max_positions(adapter)
-    if limit is not None and (max_length is None or max_length > limit):
-        max_length = limit
+    positions = max_positions(adapter)
+    if positions is not None and (max_length is None or max_length > positions):
+        max_length = positions
     watch = NonFiniteWatch()
     batches = dataset_batches(dataset, DEFAULT_BATCH_SIZE, rows)
     # A chunk is read whole before training takes a token from it (the causal-LM recipe reads
-    # the whole corpus at once: minutes): progress lines count its rows, with an ETA.
-    with counting("read through the model for the SAE", len(rows), "rows") as read:
+    # all its tokens at once: minutes): progress lines count its rows (or the tokens, when a
+    # limit ends it first), with an ETA.
+    if limit is None:
+        read = counting("read through the model for the SAE", len(rows), "rows")
+    else:
+        read = counting("content tokens read through the model for the SAE", limit, "")
+    kept_so_far = 0
+    with read as count:
         for number, batch in enumerate(
             captured_batches(adapter, batches, [site], max_length=max_length)
         ):
+            if limit is not None and kept_so_far >= limit:
+                break
             mask = batch.inputs.attention_mask
             watch.update(number, batch.activations, mask, batch.inputs.index)
             activation = batch.activations[site]
@@ -138,7 +195,8 @@ def _content_tokens(
                 activation, mask, batch.inputs.input_ids, special_ids, sink_norm_ratio
             )
             kept = activation[selection.content.to(activation.device)]
-            read.add(int(mask.shape[0]))
+            kept_so_far += len(kept)
+            count.add(int(mask.shape[0]) if limit is None else len(kept))
             yield kept.detach().to("cpu", torch.float32)
     watch.raise_if_any()
 
@@ -158,6 +216,7 @@ def training_batches(
         passes=config.passes,
         exclude_special=config.exclude_special,
         sink_norm_ratio=config.sink_norm_ratio,
+        max_tokens=config.tokens,
     )
 
 
@@ -194,12 +253,17 @@ def _train(
     head = [next(batches) for _ in range(norm_batches)]
     d_in = int(head[0].shape[-1])
 
+    # Unless the decoder bias starts at the mean (which sets the scale from ``head``), sae-lens
+    # first takes ``norm_batches`` batches to estimate its scale and trains on the ones after.
+    uncounted = 0 if config.b_dec_init == "mean" else norm_batches
+
     def provider() -> Iterator[torch.Tensor]:
-        for batch in head:
-            count.add(len(batch))
-            yield batch
-        for batch in batches:
-            count.add(len(batch))
+        nonlocal uncounted
+        for batch in itertools.chain(head, batches):
+            if uncounted:
+                uncounted -= 1
+            else:
+                count.add(len(batch))
             yield batch
 
     steps = config.tokens * config.passes // config.batch_tokens
@@ -322,6 +386,7 @@ def cache_key(adapter: Adapter, site: str, corpus: str, config: TrainingConfig) 
         "site": site,
         "corpus": corpus,
         "config": config.to_dict(),
+        "capture": CAPTURE_VERSION,
     }
 
 

@@ -123,24 +123,76 @@ def test_a_bad_recipe_is_refused_naming_the_field(bad, fragment):
     assert fragment in str(error.value)
 
 
-def test_reading_a_chunk_is_counted_in_rows_with_an_eta(gpt2, monkeypatch, capsys):
+def test_reading_a_chunk_is_counted_in_tokens_with_an_eta(gpt2, monkeypatch, capsys):
     """A chunk is read whole before training takes a token from it (on the causal-LM recipe,
-    the whole corpus: minutes on a CPU): the progress lines count its rows read, not "0 tokens
-    trained on" over and over."""
+    all its tokens: minutes on a CPU): the progress lines count the tokens read against the
+    number the recipe trains on, not "0 tokens trained on" over and over."""
     from geomlens import progress
 
     monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.1)
-    texts = gl.data.as_dataset([f"the cat sat on the mat {i}" for i in range(120)])
+    texts = gl.data.as_dataset([f"the cat sat on the mat {i}" for i in range(400)])
     slow = gpt2.model.transformer.h[0].register_forward_pre_hook(lambda *_: time.sleep(0.4))
-    config = TrainingConfig(**{**TINY, "rows_per_chunk": 120}, passes=1, sink_norm_ratio=None)
+    config = TrainingConfig(
+        **{**TINY, "rows_per_chunk": 400, "tokens": 1024}, passes=1, sink_norm_ratio=None
+    )
     try:
         with progress.showing_progress(True), progress.phase("training"):
             train_sae(gpt2, SITE, texts, config)
     finally:
         slow.remove()
-    said = [line for line in capsys.readouterr().err.splitlines() if "of 120 rows" in line]
-    assert said, "the rows read are reported"
+    said = [
+        line for line in capsys.readouterr().err.splitlines() if "of 1,024 content tokens" in line
+    ]
+    assert said, "the tokens read are reported"
     read = {int(line.split("training: ")[1].split(" of ")[0].replace(",", "")) for line in said}
     assert read - {0}, f"the count moves while the chunk is read: {said}"
-    assert all("read through the model for the SAE" in line for line in said), said
+    assert all("content tokens read through the model for the SAE" in line for line in said)
     assert any("left" in line for line in said), said
+
+
+def _rows_through_the_model(adapter):
+    """A forward pre-hook on the first block counting the rows that go through the model (to
+    remove with ``.remove()``) and the list it appends each batch's row count to."""
+    rows: list[int] = []
+    hook = adapter.model.transformer.h[0].register_forward_pre_hook(
+        lambda _module, args: rows.append(int(args[0].shape[0]))
+    )
+    return hook, rows
+
+
+def test_capture_stops_at_the_tokens_it_trains_on(gpt2):
+    """The causal-LM recipe's chunk covers the corpus; the recipe trains on ``tokens`` of it.
+    Reading stops there: far fewer rows go through the model than the data holds, and the
+    ``tokens × passes`` samples the trainer takes hold each token read exactly ``passes`` times
+    (not a first pass over a larger capture)."""
+    texts = gl.data.as_dataset([f"{i} the cat sat on the mat and the dog ran" for i in range(400)])
+    config = TrainingConfig(
+        **{**TINY, "rows_per_chunk": 4096, "tokens": 256}, passes=4, sink_norm_ratio=None
+    )
+    hook, rows = _rows_through_the_model(gpt2)
+    try:
+        batches = training_batches(gpt2, SITE, texts, config)
+        steps = config.tokens * config.passes // config.batch_tokens
+        taken = torch.cat([next(batches) for _ in range(steps)])
+    finally:
+        hook.remove()
+    assert 0 < sum(rows) < len(texts) // 4, f"{sum(rows)} of {len(texts)} rows read"
+    _, counts = torch.unique(taken, dim=0, return_counts=True)
+    # A token read c times (equal activations count together) is taken c × passes times.
+    assert len(taken) == config.tokens * config.passes
+    assert bool((counts % config.passes == 0).all()), counts.tolist()
+
+
+def test_data_smaller_than_the_recipe_is_read_once(gpt2):
+    """With fewer tokens in the data than the recipe trains on, every row goes through the model
+    once; the trainer's further batches are cut from the tokens already read."""
+    texts = gl.data.as_dataset([f"{i} the cat sat on the mat" for i in range(10)])
+    config = TrainingConfig(**{**TINY, "rows_per_chunk": 4}, passes=1, sink_norm_ratio=None)
+    hook, rows = _rows_through_the_model(gpt2)
+    try:
+        batches = training_batches(gpt2, SITE, texts, config)
+        taken = [next(batches) for _ in range(3 * config.tokens // config.batch_tokens)]
+    finally:
+        hook.remove()
+    assert sum(rows) == len(texts), rows
+    assert all(batch.shape == (config.batch_tokens, taken[0].shape[1]) for batch in taken)
