@@ -13,20 +13,14 @@ recorded read "not recorded" there and show their ratio of wall-time medians.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-
+from _results import RESULTS, load_results
 
 #: A table row: what is measured, the ratio, the wall-time ratio, the conditions.
 Row = tuple[str, str, str, str]
-
-
-def _load(folder: Path) -> dict[str, dict[str, Any]]:
-    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
 
 
 #: Time ratios: the key a result written before CPU times were recorded used for the same
@@ -184,7 +178,7 @@ def _gemma_run_sentence(found: dict[str, dict[str, Any]]) -> str:
 
 def vocab_memory_prose(folder: Path = RESULTS) -> str:
     """README / docs/scale.md: sae-features' peak memory on SmolLM2 and Gemma 3."""
-    found = _load(folder)
+    found = load_results(folder)
     numbers = found.get("vocab_memory_cpu")
     gemma = _gemma_run_sentence(found)
     if numbers is None:
@@ -218,7 +212,7 @@ def benchmark_table(folder: Path = RESULTS) -> str:
     """A markdown table of every committed benchmark ratio: time ratios in process CPU time with
     their ~95 % interval and in wall time, the rounds run and why they stopped."""
     rows: list[Row] = []
-    for name, numbers in _load(folder).items():
+    for name, numbers in load_results(folder).items():
         if name.startswith("overhead"):
             rows += _overhead_rows(name, numbers)
         elif name.startswith("memory"):
@@ -261,7 +255,7 @@ def overhead_table(folder: Path = RESULTS) -> str:
     """docs/scale.md: each built-in alone and all fused against the bare forward pass, in CPU
     time with its interval and in wall time, and why an analysis costs more where it does by
     design."""
-    found = _load(folder)
+    found = load_results(folder)
     numbers = found.get("overhead_each_cpu_minilm")
     if numbers is None:
         return "_No overhead_each_cpu_minilm.json in benchmarks/results/._"
@@ -298,7 +292,7 @@ def overhead_table(folder: Path = RESULTS) -> str:
 
 def memory_prose(folder: Path = RESULTS) -> str:
     """docs/scale.md: peak memory by inputs and against run_with_cache, at each max_length."""
-    numbers = _load(folder).get("memory_cpu_minilm")
+    numbers = load_results(folder).get("memory_cpu_minilm")
     if numbers is None:
         return "_No memory_cpu_minilm.json in benchmarks/results/._"
     paragraphs = []
@@ -324,7 +318,7 @@ def memory_prose(folder: Path = RESULTS) -> str:
             f"time ({cached['seconds']:.0f} s vs {ours['seconds']:.0f} s); the same mean token "
             f"norm either way: {'yes' if at['same_statistic'] else 'NO'}."
         )
-    speed = _load(folder).get("cache_speed_cpu_minilm")
+    speed = load_results(folder).get("cache_speed_cpu_minilm")
     if speed is not None:
         key = "geomlens_over_run_with_cache"
         took = (

@@ -9,12 +9,11 @@ results, not the analyses' run, so its function ignores the results it is handed
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+from _results import RESULTS, load_results
 
 #: Result file stem → how the text names that report.
 REPORTS = {
@@ -46,11 +45,8 @@ def _one(name: str, numbers: dict[str, Any]) -> str:
 
 
 def report_cost(folder: Path = RESULTS) -> str:
-    found = {
-        stem: json.loads((folder / f"{stem}.json").read_text())
-        for stem in REPORTS
-        if (folder / f"{stem}.json").is_file()
-    }
+    saved = load_results(folder)
+    found = {stem: saved[stem] for stem in REPORTS if stem in saved}
     if not found:
         return "_No report_cpu_*.json in benchmarks/results/ (run benchmarks/bench_report.py)._"
     machine = next(iter(found.values()))["machine"]
