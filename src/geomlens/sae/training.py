@@ -302,7 +302,10 @@ def _train(
     trainer = _StepTrainer(trainer_config, sae, provider())
     if config.b_dec_init == "mean":
         _start_decoder_bias_at_mean(trainer, torch.cat(head))
-    return trainer.fit()
+    # Training needs gradients even when the caller turned them off (a run under torch.no_grad
+    # with no cached SAE trains one here).
+    with torch.enable_grad():
+        return trainer.fit()
 
 
 def _start_decoder_bias_at_mean(trainer: SAETrainer, sample: torch.Tensor) -> None:

@@ -196,3 +196,13 @@ def test_data_smaller_than_the_recipe_is_read_once(gpt2):
         hook.remove()
     assert sum(rows) == len(texts), rows
     assert all(batch.shape == (config.batch_tokens, taken[0].shape[1]) for batch in taken)
+
+
+def test_an_sae_trains_when_the_caller_has_gradients_off(gpt2):
+    """A run under ``torch.no_grad()`` with no cached SAE trains one: it failed in sae-lens's
+    backward pass ("element 0 of tensors does not require grad")."""
+    config = TrainingConfig(**TINY, passes=1, sink_norm_ratio=None)
+    with torch.no_grad():
+        sae = train_sae(gpt2, SITE, TEXTS, config)
+        assert not torch.is_grad_enabled(), "the caller's setting is restored on return"
+    assert sae.W_enc.shape[-1] == config.d_sae
