@@ -46,17 +46,18 @@ def _four_sums(matrix: torch.Tensor) -> torch.Tensor:
     ([rows, columns], any real dtype), in float64, a block of rows at a time."""
     count, width = matrix.shape
     step = max(1, CHUNK_ELEMENTS // max(width, 1))
-    like = {"dtype": torch.float64, "device": matrix.device}
-    total, squares, by_row = (torch.zeros((), **like) for _ in range(3))
-    column_sums = torch.zeros(width, **like)
+    f64, device = torch.float64, matrix.device
+    total, squares, by_row = (torch.zeros((), dtype=f64, device=device) for _ in range(3))
+    column_sums = torch.zeros(width, dtype=f64, device=device)
     for start in range(0, count, step):
         block = matrix[start : start + step].to(torch.float64)
         row_sums = block.sum(dim=1)
         total += row_sums.sum()
         squares += (block * block).sum()
-        by_row += (row_sums * torch.arange(start + 1, start + 1 + len(block), **like)).sum()
+        numbers = torch.arange(start + 1, start + 1 + len(block), dtype=f64, device=device)
+        by_row += (row_sums * numbers).sum()
         column_sums += block.sum(dim=0)
-    by_column = (column_sums * torch.arange(1, width + 1, **like)).sum()
+    by_column = (column_sums * torch.arange(1, width + 1, dtype=f64, device=device)).sum()
     return torch.stack([total, squares, by_row, by_column]).cpu()
 
 
