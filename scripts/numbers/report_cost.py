@@ -36,11 +36,13 @@ def _one(name: str, numbers: dict[str, Any]) -> str:
         sae = ", training the SAE it had not cached"
     else:
         sae = f", training the {len(trained)} SAEs it had not cached"
+    after = numbers.get("load_average_after")
+    ended = f", {after:.1f} when it ended" if after is not None else ""
     return (
         f"{name} took {_minutes(numbers['wall_seconds'])} of wall time and "
         f"{_minutes(numbers['cpu_seconds'])} of CPU time and peaked at "
         f"{numbers['peak_rss_bytes'] / 1e9:.1f} GB resident{sae} (load average "
-        f"{numbers['load_average_before']:.1f} when it started)"
+        f"{numbers['load_average_before']:.1f} when it started{ended})"
     )
 
 
