@@ -52,8 +52,11 @@ def no_model_load(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr("geomlens.models.attach.load", refuse)
+    # gl.load first: the package resolves it lazily from geomlens.models.attach, so patched second
+    # it would remember the refusal as its original and keep it after the test (it did under
+    # pytest 9.1, and every later gl.load on that worker failed).
     monkeypatch.setattr(gl, "load", refuse)
+    monkeypatch.setattr("geomlens.models.attach.load", refuse)
 
 
 @pytest.fixture(scope="module")

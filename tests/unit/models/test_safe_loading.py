@@ -209,16 +209,14 @@ def test_an_sae_folder_whose_weights_are_a_pickle_is_refused_and_nothing_runs(tm
 def test_a_cache_entry_whose_weights_are_a_pickle_is_refused_and_nothing_runs(tmp_path):
     from helpers.tiny_models import tiny_gpt2
 
-    from geomlens.models.fingerprint import weights_fingerprint
     from geomlens.sae.cache import cache_entry, publish_folder
     from geomlens.sae.config import TrainingConfig
-    from geomlens.sae.training import cached_sae
+    from geomlens.sae.training import cache_key, cached_sae
 
     model, tokenizer = tiny_gpt2()
     adapter = gl.attach(model, tokenizer=tokenizer)
     site, config = "blocks.0.hook_resid_post", TrainingConfig()
-    key = {"model": adapter.model_id, "model_weights": weights_fingerprint(adapter),
-           "site": site, "corpus": "c", "config": config.to_dict()}  # fmt: skip
+    key = cache_key(adapter, site, "c", config)  # the entry cached_sae looks for
     entry = cache_entry(key, tmp_path / "cache")
     marker = tmp_path / "code-ran"
     publish_folder(entry, _sae_folder, key)  # an entry that records its key, as geomlens writes
