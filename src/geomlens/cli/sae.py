@@ -96,6 +96,7 @@ def train_command(
     import geomlens as gl
     from geomlens.cli.data import load_data
     from geomlens.cli.errors import check_positive, check_seed, fail, one_line_errors
+    from geomlens.progress import phase, showing_progress
     from geomlens.sae.training import cached_sae, corpus_texts
 
     # Every option is checked before the model is loaded (minutes for a large one).
@@ -138,9 +139,12 @@ def train_command(
             base, seed=seed, **{k: v for k, v in given.items() if v is not None}
         )
         where = site or f"blocks.{adapter.n_layers // 2}.hook_resid_post"
-        trained = cached_sae(
-            adapter, where, corpus=corpus, data=texts, config=config, cache_dir=cache_dir
-        )
+        # Reading the tokens through the model, then training: minutes to an hour on a CPU. The
+        # progress lines (what is counted, its target, an ETA) go to standard error, to a log too.
+        with showing_progress(True), phase(f"SAE at {where}", announce=True):
+            trained = cached_sae(
+                adapter, where, corpus=corpus, data=texts, config=config, cache_dir=cache_dir
+            )
     action = "reused cached" if trained.reused else "trained and cached"
     l0 = trained.sae.cfg.metadata.get("l0")
     typer.echo(f"{action} SAE for {adapter.model_id} at {where}: {trained.path}")

@@ -93,6 +93,8 @@ def test_cli_trains_then_reuses(tmp_path):
     first = CliRunner().invoke(app, arguments)
     assert first.exit_code == 0, first.output
     assert "trained and cached" in first.output
+    # Progress goes to standard error even when it is not a terminal (a log of a long training).
+    assert f"SAE at {SITE} …" in first.output
     second = CliRunner().invoke(app, arguments)
     assert second.exit_code == 0 and "reused cached" in second.output
     bad = CliRunner().invoke(app, [*arguments[:3], "blocks.99.hook_resid_post"])
