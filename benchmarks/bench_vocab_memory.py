@@ -14,6 +14,7 @@ were reduced inside the pass it grew with B·T·V (4.3 GB per pass of [32, 128, 
 logits on Gemma 3).
 
     python benchmarks/bench_vocab_memory.py --out benchmarks/results/vocab_memory_cpu.json
+    python benchmarks/bench_vocab_memory.py --sae-for gemma-3-270m=FOLDER ...   # a given SAE
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ def child(args: argparse.Namespace) -> None:
         "token_ids": rows,
         "condition": ["calibration"] * half + ["heldout"] * (args.rows - half),
     }
-    analysis = SAEFeatures()
-    analysis.setup(RunContext(adapter, len(rows)))  # the SAE cached (or trained) first
+    given = {"sae": args.sae} if args.sae else {}
+    analysis = SAEFeatures(**given)
+    analysis.setup(RunContext(adapter, len(rows)))  # the SAE loaded (cached, or trained) first
     sae_ready = current_rss_bytes()
     started = time.perf_counter()
     cpu = time.process_time()
     with RssSampler() as sampler:
-        result = gl.run("sae-features", adapter, data, progress=False)
+        result = gl.run("sae-features", adapter, data, progress=False, **given)
     numbers = {
         "model": args.model,
         "vocab_size": int(analysis.vocab_size),
@@ -90,6 +92,7 @@ def child(args: argparse.Namespace) -> None:
         "rows": args.rows,
         "parameter_bytes": parameters,
         "rss_after_load_bytes": loaded,
+        "sae": args.sae or "the default (cached or trained)",
         "rss_with_sae_bytes": sae_ready,
         "run_peak_rss_bytes": sampler.peak,
         "seconds": time.perf_counter() - started,
@@ -105,6 +108,8 @@ def measure(args: argparse.Namespace, model: str) -> dict[str, Any]:
     command = [TIME, "-v", sys.executable, str(Path(__file__).resolve()), "--child",
                "--model", model, "--rows", str(args.rows),
                "--max-length", str(args.max_length)]  # fmt: skip
+    if model in args.saes:
+        command += ["--sae", args.saes[model]]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
@@ -123,9 +128,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rows", type=int, default=96)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--sae-for", action="append", default=[], metavar="MODEL=FOLDER",
+        help="An SAE folder for MODEL instead of its default SAE (no training in the run).",
+    )  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sae", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.saes = dict(item.split("=", 1) for item in args.sae_for)
     if args.child:
         child(args)
         return {}
