@@ -18,6 +18,7 @@ import bench_engine  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_overhead  # noqa: E402
 import bench_sae  # noqa: E402
+import bench_vocab_memory  # noqa: E402
 
 
 def test_bench_engine_runs_on_a_tiny_model(tmp_path):
@@ -100,6 +101,26 @@ def test_bench_sae_and_the_gpu_benchmark_run_on_a_tiny_model(tmp_path):
     assert all(value > 0 for value in numbers["tokens_per_second"].values())
     assert numbers["host_syncs_in_activation_stats_pass"] is None  # counted on CUDA only
     assert set(numbers["analyses"]) >= {"activation-stats", "sae-features", "ccgp"}
+    assert out.exists()
+
+
+def test_bench_vocab_memory_runs_on_a_tiny_model(tmp_path):
+    """The vocabulary benchmark's child under /usr/bin/time on a tiny GPT-2 with a given SAE:
+    equal-length rows, the kernel's peak, the model's own resident size beside it."""
+    from transformers import AutoTokenizer
+
+    model = saved_tiny_gpt2(tmp_path / "tiny")
+    tiny_sae()["sae"].save_model(tmp_path / "sae")
+    out = tmp_path / "vocab.json"
+    numbers = bench_vocab_memory.main(
+        ["--models", model, "--sae-for", f"{model}={tmp_path / 'sae'}", "--rows", "8",
+         "--max-length", "8", "--out", str(out)]
+    )  # fmt: skip
+    measured = numbers["by_model"][model]
+    assert measured["vocab_size"] == len(AutoTokenizer.from_pretrained(model))
+    assert measured["sae"] == str(tmp_path / "sae")
+    assert measured["peak_rss_bytes"] >= measured["rss_after_load_bytes"] > 0
+    assert measured["peak_over_loaded_bytes"] > 0 and np.isfinite(measured["epsilon_loss"])
     assert out.exists()
 
 
