@@ -191,19 +191,31 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
             f"{_gb(at['rss_after_load_bytes'])}"
         )
     first = next(iter(numbers["by_model"].values()))
+    given = all(str(at.get("sae", "")).startswith("/") for at in numbers["by_model"].values())
     text = (
         f"`sae-features` at the default batch size ({first['batch_size']}), "
         f"{first['rows']} inputs of exactly {first['max_length']} tokens each (equal B·T), one "
-        f"fresh process per model under `/usr/bin/time -v` (`vocab_memory_cpu.json`): "
+        f"fresh process per model under `/usr/bin/time -v` (`vocab_memory_cpu.json`"
+        + ("; each model's cached SAE given, so no training is in the run" if given else "")
+        + "): "
         + "; ".join(parts)
         + "."
     )
     ratio = numbers.get("added_ratio_large_over_small_vocab")
     if ratio is not None:
+        small, large = sorted(numbers["by_model"].values(), key=lambda at: at["vocab_size"])
+        over_weights = (large["peak_rss_bytes"] - large["parameter_bytes"]) / (
+            small["peak_rss_bytes"] - small["parameter_bytes"]
+        )
+        unloaded = large["parameter_bytes"] - large["rss_after_load_bytes"]
         text += (
-            f" What the run adds over the model is {ratio:.2f}× as much at V = 262k as at "
-            "V = 49k: the next-token scores are reduced inside the pass, so nothing of size "
-            "B·T·V is held."
+            f" What the run adds over the loaded model is {ratio:.2f}× as much at "
+            f"V = {large['vocab_size'] // 1000}k as at V = {small['vocab_size'] // 1000}k, "
+            f"{over_weights:.2f}× over the weights' own bytes ({_gb(unloaded)} of "
+            f"{large['model']}'s weights become resident only when the run first reads them). "
+            "The next-token scores are reduced inside the pass, so nothing of size B·T·V is "
+            "held (it was 4.3 GB per pass on Gemma 3); what makes the rest of the difference is "
+            "not yet accounted for."
         )
     return text + (" " + gemma if gemma else "")
 
