@@ -92,7 +92,7 @@ def child(args: argparse.Namespace) -> None:
         "rows": args.rows,
         "parameter_bytes": parameters,
         "rss_after_load_bytes": loaded,
-        "sae": args.sae or "the default (cached or trained)",
+        "sae": args.sae,  # None: the model's default SAE (cached, or trained in the run)
         "rss_with_sae_bytes": sae_ready,
         "run_peak_rss_bytes": sampler.peak,
         "seconds": time.perf_counter() - started,

@@ -191,7 +191,7 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
             f"{_gb(at['rss_after_load_bytes'])}"
         )
     first = next(iter(numbers["by_model"].values()))
-    given = all(str(at.get("sae", "")).startswith("/") for at in numbers["by_model"].values())
+    given = all(at.get("sae") for at in numbers["by_model"].values())
     text = (
         f"`sae-features` at the default batch size ({first['batch_size']}), "
         f"{first['rows']} inputs of exactly {first['max_length']} tokens each (equal B·T), one "

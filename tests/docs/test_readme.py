@@ -175,15 +175,27 @@ def _commands() -> list[str]:
     ]
 
 
+#: The command the shared quick report is (tests/conftest.py ``quick_report_run``).
+SHARED_REPORT = "geomlens report --quick"
+
+
+def _quick(runnable: str) -> str:
+    """``geomlens report`` runs as ``--quick`` (the full report is measured, not run here)."""
+    words = shlex.split(runnable)
+    if words[:2] == ["geomlens", "report"] and "--quick" not in words:
+        return runnable + " --quick"
+    return runnable
+
+
 def _command_params() -> list:
-    """The commands; the one that ends in a plain ``geomlens report`` joins the quick-report
-    group, since it reads the suite's shared quick report (see the test)."""
+    """The commands; the one whose last step runs as the shared quick report joins the
+    quick-report group, so that the worker that built it reads it (see the test)."""
     return [
         pytest.param(
             command,
             id=f"command{number}",
             marks=[pytest.mark.xdist_group(QUICK_REPORT)]
-            if command.split("&&")[-1].strip() == "geomlens report"
+            if _quick(command.split("&&")[-1].strip()) == SHARED_REPORT
             else [],
         )
         for number, command in enumerate(_commands())
@@ -213,9 +225,8 @@ def test_shell_command_runs_as_written(command, tmp_path, standin_folder, reques
         name = words[words.index("--model") + 1]
         if is_hub_name(name):
             runnable = runnable.replace(f"--model {name}", f"--model {standin_folder}")
-    if words[:2] == ["geomlens", "report"] and "--quick" not in words:
-        runnable += " --quick"
-    if runnable == "geomlens report --quick":
+    runnable = _quick(runnable)
+    if runnable == SHARED_REPORT:
         # The same command tests/e2e/test_report.py reads the page of: run once, through the CLI
         # in a scratch folder, by the shared fixture (tests/conftest.py), not a second time here.
         result, _ = request.getfixturevalue("quick_report_run")

@@ -94,9 +94,9 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="Write it (default: print it).")
     text = render(builtin_catalogue())
     if parser.parse_args().write:
-        staging = GENERATED.with_suffix(".tmp")
-        staging.write_text(text)
-        staging.replace(GENERATED)
+        from geomlens.atomic_files import atomic_write_text
+
+        atomic_write_text(GENERATED, text)
     else:
         print(text, end="")
 

@@ -82,8 +82,8 @@ ENCODER_TRAINING = TrainingConfig()
 #: default's 312 steps left ε̂_loss near 1 bit with most latents dead. The 40,000 tokens read
 #: are kept in one buffer (``rows_per_chunk`` covers the corpus; reading stops at ``tokens``)
 #: and trained on for 2 500 reshuffled steps: on a CPU the forward passes cost far more than
-#: the SAE's steps. In the
-#: default report on SmolLM2 it gives ε̂_loss well under 1 bit (docs/sae.md).
+#: the SAE's steps. In the default report on SmolLM2 it gives ε̂_loss well under 1 bit
+#: (docs/sae.md).
 CAUSAL_LM_TRAINING = TrainingConfig(
     d_sae=2304,
     tokens=40_000,

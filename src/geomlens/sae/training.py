@@ -258,11 +258,8 @@ def _train(
     uncounted = 0 if config.b_dec_init == "mean" else norm_batches
 
     def provider() -> Iterator[torch.Tensor]:
-        nonlocal uncounted
-        for batch in itertools.chain(head, batches):
-            if uncounted:
-                uncounted -= 1
-            else:
+        for number, batch in enumerate(itertools.chain(head, batches)):
+            if number >= uncounted:
                 count.add(len(batch))
             yield batch
 
