@@ -197,7 +197,8 @@ def phase(what: str, *, announce: bool = False) -> Iterator[None]:
     """Within the block, when nothing has been printed for a while, say how far ``what`` has
     come: the innermost :func:`counting`'s count, target and ETA, or (with no count) how long
     it has run, at intervals growing from :data:`HEARTBEAT_SECONDS` to
-    :data:`HEARTBEAT_MAX_SECONDS`; at the end, if anything was said, say how long it took.
+    :data:`HEARTBEAT_MAX_SECONDS`; at a normal end, if anything was said, say how long it took
+    (a block left by an exception gets no "done" line).
     ``announce``: also say when it starts (for the big steps of a command)."""
     if not showing():
         yield
@@ -238,8 +239,10 @@ def phase(what: str, *, announce: bool = False) -> Iterator[None]:
         stop.set()
         thread.join()
         _phases.remove(token)
-        if spoke.is_set():
-            say(f"{what}: done in {duration(time.monotonic() - started)}")
+    # Reached only when the block ended normally: an error or Ctrl-C inside it is not "done",
+    # and the command's own one-line message says what happened.
+    if spoke.is_set():
+        say(f"{what}: done in {duration(time.monotonic() - started)}")
 
 
 def steps(items: Iterable[T], what: str, total: int | None = None) -> Iterable[T]:

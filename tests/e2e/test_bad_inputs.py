@@ -465,7 +465,8 @@ def test_no_output_when_a_run_fails(tmp_path):
 
 # -- the same through the CLI: exit 2, one line on stderr, no traceback -------------------------
 runner = CliRunner()
-PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\|")
+#: Progress on standard error: a bar (``name:  40%|``) or a phase's line (``geomlens: step …``).
+PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\||^geomlens: (?!error)")
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,20 @@ def test_a_long_phase_without_a_count_speaks_less_and_less_often(monkeypatch, ca
     assert lines[-1].startswith("geomlens: planted wait: done in")
 
 
+@pytest.mark.parametrize("raised", [ValueError("planted"), KeyboardInterrupt()], ids=repr)
+def test_a_phase_left_by_an_exception_does_not_say_done(raised, capsys):
+    # Ctrl-C during `geomlens sae train` printed "SAE at …: done in 0.0005 s" above
+    # "interrupted; no SAE was cached.": the phase read as finished when nothing was.
+    with (
+        pytest.raises(type(raised)),
+        progress.showing_progress(True),
+        progress.phase("planted step", announce=True),
+    ):
+        raise raised
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["geomlens: planted step …"], lines
+
+
 def test_a_counted_phase_reports_the_count_its_target_and_an_eta(monkeypatch, capsys):
     monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.2)
     with (
