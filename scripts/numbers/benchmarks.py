@@ -121,8 +121,14 @@ def _gb(value: Any) -> str:
     return f"{value / 1e9:.2f} GB" if isinstance(value, (int, float)) else "–"
 
 
+def _model_resident(at: dict[str, Any]) -> int:
+    """The model's own resident size: after its weights were read once (results from before
+    that figure was recorded have only the resident size just after loading)."""
+    return at.get("rss_weights_read_bytes", at["rss_after_load_bytes"])
+
+
 def _vocab_rows(numbers: dict[str, Any]) -> list[Row]:
-    """sae-features' peak resident memory per model (V), over the loaded model's own."""
+    """sae-features' peak resident memory per model (V), over the model's own."""
     rows = []
     for model, at in numbers.get("by_model", {}).items():
         where = (
@@ -131,8 +137,8 @@ def _vocab_rows(numbers: dict[str, Any]) -> list[Row]:
         )
         rows.append(
             (
-                "sae-features peak RSS (loaded model)",
-                f"{_gb(at['peak_rss_bytes'])} ({_gb(at['rss_after_load_bytes'])})",
+                "sae-features peak RSS (the model's own)",
+                f"{_gb(at['peak_rss_bytes'])} ({_gb(_model_resident(at))})",
                 "–",
                 where,
             )
@@ -187,8 +193,8 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
     for model, at in numbers["by_model"].items():
         parts.append(
             f"{model} (V = {at['vocab_size']:,}) peaks at {_gb(at['peak_rss_bytes'])} resident, "
-            f"{_gb(at['peak_over_loaded_bytes'])} over the loaded model's "
-            f"{_gb(at['rss_after_load_bytes'])}"
+            f"{_gb(at['peak_rss_bytes'] - _model_resident(at))} over the model's own "
+            f"{_gb(_model_resident(at))}"
         )
     first = next(iter(numbers["by_model"].values()))
     given = all(at.get("sae") for at in numbers["by_model"].values())
@@ -204,19 +210,25 @@ def vocab_memory_prose(folder: Path = RESULTS) -> str:
     ratio = numbers.get("added_ratio_large_over_small_vocab")
     if ratio is not None:
         small, large = sorted(numbers["by_model"].values(), key=lambda at: at["vocab_size"])
-        over_weights = (large["peak_rss_bytes"] - large["parameter_bytes"]) / (
-            small["peak_rss_bytes"] - small["parameter_bytes"]
-        )
-        unloaded = large["parameter_bytes"] - large["rss_after_load_bytes"]
         text += (
-            f" What the run adds over the loaded model is {ratio:.2f}× as much at "
-            f"V = {large['vocab_size'] // 1000}k as at V = {small['vocab_size'] // 1000}k, "
-            f"{over_weights:.2f}× over the weights' own bytes ({_gb(unloaded)} of "
-            f"{large['model']}'s weights become resident only when the run first reads them). "
-            "The next-token scores are reduced inside the pass, so nothing of size B·T·V is "
-            "held (it was 4.3 GB per pass on Gemma 3); what makes the rest of the difference is "
-            "not yet accounted for."
+            f" What the run adds over the model is {ratio:.2f}× as much at "
+            f"V = {large['vocab_size'] // 1000}k as at V = {small['vocab_size'] // 1000}k: the "
+            "next-token scores are reduced inside the pass, so nothing of size B·T·V is held "
+            "(it was 4.3 GB per pass on Gemma 3)."
         )
+        if "rss_weights_read_bytes" in large:
+            loaded_ratio = numbers.get("added_over_loaded_ratio_large_over_small_vocab")
+            text += (
+                " The model's own size is its resident set after every weight was read once: "
+                "the weights are memory-mapped from safetensors, a page resident only once "
+                "read, and reading them all after loading added "
+                f"{_gb(large['rss_weights_read_bytes'] - large['rss_after_load_bytes'])} to "
+                f"{large['model']}'s resident set and "
+                f"{_gb(small['rss_weights_read_bytes'] - small['rss_after_load_bytes'])} to "
+                f"{small['model']}'s. Counted from just after loading, the run would be charged "
+                "for the weights it reads first"
+                + (f" ({loaded_ratio:.2f}×)." if loaded_ratio is not None else ".")
+            )
     return text + (" " + gemma if gemma else "")
 
 
