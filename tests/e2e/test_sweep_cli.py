@@ -7,7 +7,6 @@ import json
 import shutil
 
 import pytest
-import torch
 from typer.testing import CliRunner
 
 from geomlens.cli import app
@@ -15,14 +14,6 @@ from geomlens.experiments import two_factor_lm
 
 runner = CliRunner()
 FAST = ["--option", "n_bootstrap=0", "--option", "n_shuffles=0"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -248,30 +248,32 @@ def accuracy_interval(
     """
     from scipy.stats import t as student_t
 
-    low, high = _trial_bootstrap(trial_ids, values, rng)
-    groups: dict[int, list[float]] = {}
-    for trial, value in zip(trial_ids, values):
-        groups.setdefault(trial, []).append(float(value))
+    groups = _by_trial(trial_ids, values)
+    low, high = _trial_bootstrap(groups, rng)
     if len(groups) < 2:
         return low, high
-    means = np.array([np.mean(v) for v in groups.values()])
+    means = np.array([np.mean(v) for v in groups])
     spread = max(se, means.std(ddof=1) / np.sqrt(len(means)))
     half = float(student_t.ppf(1 - (1 - INTERVAL) / 2, len(means) - 1)) * spread
     centre = float(values.mean())
     return max(0.0, min(low, centre - half)), min(1.0, max(high, centre + half))
 
 
-def _trial_bootstrap(
-    trial_ids: list[int], values: np.ndarray, rng: np.random.Generator
-) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values`` when whole trials are resampled."""
+def _by_trial(trial_ids: list[int], values: np.ndarray) -> list[list[float]]:
+    """The values of each trial (rows sharing a trial id), trials in order of first appearance."""
     groups: dict[int, list[float]] = {}
     for trial, value in zip(trial_ids, values):
-        groups.setdefault(trial, []).append(value)
+        groups.setdefault(trial, []).append(float(value))
+    return list(groups.values())
+
+
+def _trial_bootstrap(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, float]:
+    """Percentile interval of the mean of all values when whole trials (``groups``) are
+    resampled."""
     if len(groups) < 2:
         return float("nan"), float("nan")
-    sums = np.array([np.sum(v) for v in groups.values()])
-    sizes = np.array([len(v) for v in groups.values()], dtype=float)
+    sums = np.array([np.sum(v) for v in groups])
+    sizes = np.array([len(v) for v in groups], dtype=float)
     draws = rng.integers(len(groups), size=(BOOTSTRAP_RESAMPLES, len(groups)))
     means = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
     tail = (1 - INTERVAL) / 2

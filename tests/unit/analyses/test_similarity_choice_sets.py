@@ -9,7 +9,7 @@ from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 import geomlens as gl
-from geomlens.analyses.choices import _trial_bootstrap, choice_accuracy
+from geomlens.analyses.choices import _by_trial, _trial_bootstrap, choice_accuracy
 from geomlens.data import choice_sets, stimuli
 from geomlens.data.dataset import Dataset
 from geomlens.data.prompts import choice_prompts
@@ -169,13 +169,10 @@ def test_accuracy_rows_give_chance_and_a_trial_clustered_interval():
                    ("identification", np.array([1.0, 0.0]), d[::-1])]  # fmt: skip
     ids = np.repeat(np.arange(30), 2)
     values = np.array([p[d == 0][0] for _, p, d in trials])
-    clustered = _trial_bootstrap(ids.tolist(), values, np.random.default_rng(0))
+    clustered = _trial_bootstrap(_by_trial(ids.tolist(), values), np.random.default_rng(0))
     assert clustered[1] - clustered[0] < 1e-12
-    assert (
-        _trial_bootstrap(list(range(60)), values, np.random.default_rng(0))[1]
-        - _trial_bootstrap(list(range(60)), values, np.random.default_rng(0))[0]
-        > 0.2
-    )
+    unclustered = _trial_bootstrap(_by_trial(list(range(60)), values), np.random.default_rng(0))
+    assert unclustered[1] - unclustered[0] > 0.2
     (row,) = choice_accuracy(trials, ids.tolist())
     assert row["chance"] == 0.5 and row["accuracy"] == pytest.approx(0.5)
     # the interval is never narrower than the standard error shown beside it
@@ -206,7 +203,8 @@ def test_chance_level_choices_over_few_trials_contain_chance(seed):
     (row,) = choice_accuracy(trials, ids, seed=seed)
     assert row["ci_low"] <= 0.5 <= row["ci_high"], row
     assert row["above_chance"] is False
-    bootstrap = _trial_bootstrap(ids, np.array([p[d == d.min()][0] for _, p, d in trials]), rng)
+    right = np.array([p[d == d.min()][0] for _, p, d in trials])
+    bootstrap = _trial_bootstrap(_by_trial(ids, right), rng)
     assert bootstrap[1] - bootstrap[0] < 0.05  # what the interval was before: a sliver
 
 

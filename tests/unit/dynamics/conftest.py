@@ -7,21 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 
 from geomlens.experiments import two_factor_lm
 
 #: 3 layers, so that the per-layer law has a layer between the first and the last.
 TINY_RUN = two_factor_lm.TinyLMConfig(layers=3, width=32, steps=46, checkpoints="every:2")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; more only contend on a busy CI machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
