@@ -9,7 +9,6 @@ words map to ``<unk>``.
 from __future__ import annotations
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
@@ -23,7 +22,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
+from geomlens.experiments.word_tokenizer import word_level_tokenizer
+
 _VOCABULARY_TEXT = """
 . , ! ? the a an of in on at to and or but is was are were it this that he she they we you i
 king queen man woman boy girl cat dog fox bird tree house city river year day night happened
@@ -38,18 +38,9 @@ MAX_POSITIONS = 64
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """A word-level fast tokenizer: ids 0-3 are ``<pad> <unk> <bos> <eos>``, then ``WORDS``."""
-    vocab = {token: i for i, token in enumerate(dict.fromkeys(SPECIAL_TOKENS + WORDS))}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.normalizer = normalizers.Lowercase()
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-    )
+    """A word-level fast tokenizer: ids 0-3 are ``<pad> <unk> <bos> <eos>``, then ``WORDS``;
+    text is lower-cased first."""
+    return word_level_tokenizer(WORDS, lowercase=True)
 
 
 def _seeded(build: type[PreTrainedModel], config: object, seed: int) -> PreTrainedModel:

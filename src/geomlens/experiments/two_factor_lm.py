@@ -24,13 +24,13 @@ import torch
 
 from geomlens.atomic_files import atomic_write_text
 from geomlens.dynamics.schedule import spec_steps
+from geomlens.experiments.word_tokenizer import word_level_tokenizer
 
 MALE = ("king", "man", "boy", "father", "prince", "uncle", "brother", "son")
 FEMALE = ("queen", "woman", "girl", "mother", "princess", "aunt", "sister", "daughter")
 ADJECTIVES = ("tall", "kind", "old", "young", "happy", "tired", "brave", "quiet")
 #: Tense: the opening word and the verb it calls for.
 TENSES = {"present": ("today", "is"), "past": ("yesterday", "was")}
-SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
 
 
 @dataclass(frozen=True)
@@ -66,20 +66,7 @@ def corpus() -> list[str]:
 
 def tokenizer() -> Any:
     """A word-level fast tokenizer over the corpus's words."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = sorted({w for s in corpus() for w in s.split()})
-    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *words])}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<pad>",
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-    )
+    return word_level_tokenizer(sorted({w for s in corpus() for w in s.split()}))
 
 
 def concept_data() -> dict[str, list[str]]:
