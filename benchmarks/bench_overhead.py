@@ -13,6 +13,13 @@ wall time (``…_wall``), the raw ``cpu_seconds`` and ``seconds``, ``rounds`` an
 Analyses are set up (SAE loaded or trained, linearisation calibrated) on one batch before
 timing; one more ordinary fused run after it reports ``finalize_seconds`` separately.
 
+``--floors``: an analysis that reruns part of the model (linearization-effect under its
+linearised MLP, sae-features with the SAE spliced in) cannot cost less than the bare pass plus
+those reruns. One untimed run of each condition records where its second passes start
+(``second_passes``: the layer of each, over the whole run); the condition ``floor:<name>`` runs
+the bare pass and the same reruns, from the same cached block inputs, with no edit and no
+analysis, and ``<name>_over_floor_cpu`` is the analysis over its floor, round by round.
+
     python benchmarks/bench_overhead.py --inputs 128 --out benchmarks/results/overhead_cpu_minilm.json
     python benchmarks/bench_overhead.py --model gpt2 --device cuda --inputs 2048 --batch-size 64
 """
@@ -31,10 +38,12 @@ import geomlens as gl
 from geomlens.analyses.registry import builtin_analyses
 from geomlens.engine import build_analyses, stream
 from geomlens.engine.benchmarking import (
+    FloorPasses,
     bare_forward,
     count_tokens,
     labelled_corpus,
 )
+from geomlens.interventions.resume import recording_second_passes
 
 try:
     from common import add_timing_arguments, machine, steady_timing, timing_record, write
@@ -60,6 +69,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--each", action="store_true", help="Also time each analysis alone.")
     parser.add_argument("--analyses", nargs="*", default=None, help="Default: every built-in.")
     parser.add_argument("--option", nargs="*", default=[], help="NAME.KEY=VALUE for one analysis.")
+    parser.add_argument(
+        "--floors", action="store_true",
+        help="Also time each condition's floor: the bare pass plus the second passes it runs.",
+    )  # fmt: skip
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -96,7 +109,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     conditions = {"bare": lambda: bare_forward(adapter, dataset, args.batch_size, args.max_length)}
     for label, built in prepared.items():
         conditions[label] = lambda built=built: stream(built, adapter, dataset, **options)
+    second_passes: dict[str, list[int]] = {}
+    if args.floors:  # one untimed run each records where its second passes start
+        for label in prepared:
+            with recording_second_passes() as layers:
+                stream(analyses(groups[label]), adapter, dataset, **options)
+            if layers:
+                second_passes[label] = list(layers)
+                conditions[f"floor:{label}"] = FloorPasses(
+                    adapter, dataset, args.batch_size, args.max_length, list(layers)
+                )
     timings = steady_timing(conditions, device, args, baseline="bare")
+    over_floor = {
+        f"{label}_over_floor_{clock}": timings.ratio(label, f"floor:{label}", clock).as_dict()
+        for label in second_passes
+        for clock in ("cpu", "wall")
+    }
     # The timed instances saw the data several times; one more, ordinary run finalises.
     fused = gl.run(analyses(names), adapter, dataset, **options)
     finalize_seconds = {n: r.provenance["finalize_seconds"] for n, r in fused.items()}
@@ -109,6 +137,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "batch_size": args.batch_size,
         "max_length": args.max_length,
         **timing_record(args, timings),
+        **over_floor,
+        "second_passes": second_passes,
         "tokens": count_tokens(adapter, dataset, args.batch_size, args.max_length),
         "analyses_fused": names,
         "sites_fused": sorted(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,6 +72,58 @@ def bare_forward(
         batches = dataset_batches(dataset, batch_size)
         for inputs in encoded_batches(adapter, batches, max_length=max_length):
             adapter.model(**forward_kwargs(inputs))
+
+
+class FloorPasses:
+    """The floor of an analysis with second passes, as a timed condition: per batch the bare
+    forward, then the model's blocks from each recorded layer on (the second passes the
+    analysis ran, from the same cached block inputs; layer 0 is a whole pass), without the
+    analysis's own work or edit. ``layers``: every second pass's start layer over one whole run
+    (:func:`~geomlens.interventions.resume.recording_second_passes`), in order; they are spread
+    over the batches as they came (a pass per batch per edited site, usually)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        dataset: Dataset,
+        batch_size: int,
+        max_length: int | None,
+        layers: list[int],
+    ) -> None:
+        from geomlens.interventions.resume import resume_site
+
+        self.adapter, self.dataset = adapter, dataset
+        self.batch_size, self.max_length = batch_size, max_length
+        self.forward_kwargs = getattr(adapter, "_forward_kwargs", None)
+        if self.forward_kwargs is None:
+            raise ValueError("The floor needs the nnsight backend (backend='nnsight').")
+        self.output = f"blocks.{adapter.n_layers - 1}.hook_resid_post"
+        starts = sorted(set(layers) - {0})
+        cached: list[dict[int, torch.Tensor]] = []
+        with torch.no_grad():  # the blocks' cached inputs, as the first pass leaves them
+            for inputs in self._batches():
+                captured = adapter.capture(inputs, [resume_site(layer) for layer in starts])
+                cached.append({layer: captured[resume_site(layer)] for layer in starts})
+        self.cached = cached
+        self.per_batch = [
+            [int(layer) for layer in chunk]
+            for chunk in np.array_split(np.asarray(layers, dtype=int), max(1, len(cached)))
+        ]
+
+    def _batches(self) -> Iterator[Any]:
+        batches = dataset_batches(self.dataset, self.batch_size)
+        return iter(encoded_batches(self.adapter, batches, max_length=self.max_length))
+
+    def __call__(self) -> None:
+        from geomlens.interventions.resume import capture_from_layer
+
+        assert self.forward_kwargs is not None
+        with torch.no_grad():
+            for inputs, cached, layers in zip(self._batches(), self.cached, self.per_batch):
+                self.adapter.model(**self.forward_kwargs(inputs))
+                for layer in layers:
+                    resid = cached.get(layer)  # None from layer 0: the whole pass
+                    capture_from_layer(self.adapter, inputs, [self.output], layer, resid)
 
 
 def synchronize(device: torch.device) -> None:

@@ -33,6 +33,27 @@ from geomlens.inputs.encoding import ModelInputs
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
 from geomlens.models.sites import HEAD_SITES
 
+#: While :func:`recording_second_passes` is open: where each second pass started.
+_recorders: list[list[int]] = []
+
+
+@contextlib.contextmanager
+def recording_second_passes() -> Iterator[list[int]]:
+    """Within the block, the layer at which each :func:`capture_from_layer` pass started, in
+    order (0 where it ran the whole model: a fallback, or nothing to skip). The benchmarks read
+    it to time an analysis against its floor: the bare pass plus these reruns."""
+    layers: list[int] = []
+    _recorders.append(layers)
+    try:
+        yield layers
+    finally:
+        _recorders.remove(layers)
+
+
+def _record(layer: int) -> None:
+    for layers in _recorders:
+        layers.append(layer)
+
 
 def resume_site(layer: int) -> str:
     """The site the first pass must capture for a second pass to start at ``layer``."""
@@ -127,7 +148,9 @@ def capture_from_layer(
     skip could not be exact (module docstring) or ``resid_pre`` is None."""
     blocks = _block_list(adapter) if resid_pre is not None else None
     if resid_pre is None or blocks is None or not _can_resume(adapter, sites, layer):
+        _record(0)
         return adapter.capture(inputs, sites)
+    _record(layer)
     resid = resid_pre.to(adapter.device)
     with _blocks_short_circuited(adapter, blocks, layer, resid):
         return adapter.capture(inputs, sites)

@@ -61,6 +61,38 @@ def test_bench_overhead_runs_on_a_tiny_model(tmp_path):
     assert out.exists()
 
 
+def test_the_floor_reruns_what_the_analysis_reran(tmp_path):
+    """--floors: linearization-effect's second passes are recorded where they start (its first
+    linearised block, once per batch), the floor condition reruns exactly those, and the
+    analysis is timed against its floor."""
+    from geomlens.engine.benchmarking import FloorPasses, labelled_corpus
+    from geomlens.interventions.resume import recording_second_passes
+
+    model = saved_tiny_gpt2(tmp_path / "tiny")
+    numbers = bench_overhead.main(
+        ["--model", model, "--inputs", "8", "--batch-size", "4", "--max-length", "16",
+         "--repeats", "2", "--max-repeats", "2", "--analyses", "linearization-effect", "--each",
+         "--floors"]
+    )  # fmt: skip
+    passes = numbers["second_passes"]
+    assert set(passes) == {"linearization-effect", "all"}  # activation-stats reruns nothing
+    assert len(passes["linearization-effect"]) == 2, "one rerun per batch of 4, 8 inputs"
+    assert len(set(passes["linearization-effect"])) == 1
+    for key in ("linearization-effect_over_floor", "floor:linearization-effect_over_bare"):
+        ratio = numbers[f"{key}_cpu"]
+        assert 0 < ratio["low"] <= ratio["median"] <= ratio["high"]
+    assert numbers["floor:linearization-effect_over_bare_cpu"]["median"] > 1  # more than bare
+
+    import geomlens as gl
+
+    adapter = gl.load(model, backend="nnsight")
+    floor = FloorPasses(adapter, labelled_corpus(8), 4, 16, [1, 0, 1])  # 2 batches: 2 + 1
+    with recording_second_passes() as reran:
+        floor()
+    assert reran == [1, 0, 1], "every recorded rerun, from the same layer (0: a whole pass)"
+    assert floor.per_batch == [[1, 0], [1]]
+
+
 def test_bench_memory_child_measures_both_ways(tmp_path, capsys):
     import json
 
@@ -334,11 +366,29 @@ def test_docs_overhead_table_renders_new_and_old_results(tmp_path):
     }))  # fmt: skip
     table = numbers_module.overhead_table(tmp_path)
     assert "30 rounds, cap of 30 rounds reached" in table
-    assert "| ccgp | 1.01× (0.99–1.04) | 1.00× (0.90–1.10) | – |" in table
+    assert (
+        "| ccgp | 1.01× (0.99–1.04) | 1.00× (0.90–1.10) | 1 (one pass) | as × bare | – |" in table
+    )
     assert table.splitlines()[-1].startswith("| all seven fused | 2.00× (1.90–2.10) |")
+    # a floors run beside it: the two-pass analysis's floor and its ratio to it in its row
+    (tmp_path / "overhead_floors_cpu_minilm.json").write_text(json.dumps({
+        **common, "rounds": 12, "stopped": "every interval within ±5 %",
+        "second_passes": {"ccgp": [3, 3], "all": [3, 3]},
+        "floor:ccgp_over_bare_cpu": {"median": 1.5, "low": 1.45, "high": 1.55},
+        "ccgp_over_floor_cpu": {"median": 1.1, "low": 1.05, "high": 1.15},
+    }))  # fmt: skip
+    floored = numbers_module.overhead_table(tmp_path)
+    assert (
+        "| ccgp | 1.01× (0.99–1.04) | 1.00× (0.90–1.10) | 1.50× (1.45–1.55) | 1.10× (1.05–1.15) |"
+        in floored
+    )
+    assert "12 rounds, every interval within ±5 %" in floored
+    (tmp_path / "overhead_floors_cpu_minilm.json").unlink()
     path.write_text(json.dumps({**common, "repeats": 3, "ccgp_over_bare": 0.95}))
     old = numbers_module.overhead_table(tmp_path)
-    assert "| ccgp | not recorded | 0.95× (ratio of medians) | – |" in old
+    assert (
+        "| ccgp | not recorded | 0.95× (ratio of medians) | 1 (one pass) | as × bare | – |" in old
+    )
     assert "CPU time was not recorded" in old
 
 
