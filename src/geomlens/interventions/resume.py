@@ -46,8 +46,8 @@ def recording_second_passes() -> Iterator[list[int]]:
     _recorders.append(layers)
     try:
         yield layers
-    finally:
-        _recorders.remove(layers)
+    finally:  # by identity: two open recorders may hold equal lists
+        del _recorders[next(i for i, open_ in enumerate(_recorders) if open_ is layers)]
 
 
 def _record(layer: int) -> None:

@@ -91,6 +91,11 @@ def test_the_floor_reruns_what_the_analysis_reran(tmp_path):
         floor()
     assert reran == [1, 0, 1], "every recorded rerun, from the same layer (0: a whole pass)"
     assert floor.per_batch == [[1, 0], [1]]
+    with recording_second_passes() as outer:  # nested: each open recorder hears every pass
+        with recording_second_passes() as inner:
+            floor()
+        floor()
+    assert inner == [1, 0, 1] and outer == [1, 0, 1] * 2
 
 
 def test_bench_memory_child_measures_both_ways(tmp_path, capsys):
