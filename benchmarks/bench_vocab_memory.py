@@ -3,11 +3,12 @@
 Each model runs in a fresh child process under ``/usr/bin/time -v`` (its "Maximum resident set
 size" is the figure recorded, the kernel's own count). The child loads the model, notes its
 resident set once loaded, reads every weight once and notes it again (the baseline: the model's
-own size in memory, weights and all; see below), then runs ``sae-features`` at the default batch size over the same number of rows of exactly
-``--max-length`` tokens (corpus text cut to length with each model's tokenizer), so B·T is equal
-across models and only the vocabulary V differs (SmolLM2: 49,152; Gemma 3: 262,144). The SAE is
-the cached default one (trained first if missing); the resident set is also sampled every 5 ms
-during the run alone (``run_peak_rss_bytes``), which leaves any SAE training out.
+own size in memory, weights and all; see below), then runs ``sae-features`` at the default
+batch size over the same number of rows of exactly ``--max-length`` tokens (corpus text cut
+to length with each model's tokenizer), so B·T is equal across models and only the vocabulary V
+differs (SmolLM2: 49,152; Gemma 3: 262,144). The SAE is the cached default one (trained first
+if missing); the resident set is also sampled every 5 ms during the run alone
+(``run_peak_rss_bytes``), which leaves any SAE training out.
 
 What the run adds over the model's own resident size is the figure to compare: before the
 next-token scores were reduced inside the pass it grew with B·T·V (4.3 GB per pass of

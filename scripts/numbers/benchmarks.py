@@ -88,8 +88,8 @@ def _overhead_rows(name: str, numbers: dict[str, Any]) -> list[Row]:
     rows = []
     floors = numbers.get("second_passes") or {}
     if floors:  # a floors run: each analysis against its floor, and the floor against bare
+        fused = " + ".join(numbers.get("analyses_fused") or ["the analyses"])
         for label in sorted(floors):
-            fused = " + ".join(numbers.get("analyses_fused") or ["the analyses"])
             shown = f"{fused} fused" if label == "all" else label
             rows.append(_timing_row(f"{shown} / its floor", numbers, f"{label}_over_floor"))
             rows.append(
@@ -327,11 +327,11 @@ def overhead_table(folder: Path = RESULTS) -> str:
     for label in labels:
         shown = "all seven fused" if label == "all" else label
         key = f"{label}_over_bare"
-        if label in passes and label != "all":  # the floors run's "all" is another group
+        if label == "all":  # the floors run fuses other analyses than all seven
+            floor = over_floor = "–"
+        elif label in passes:
             floor = _cpu_ratio(floors, f"floor:{label}_over_bare")
             over_floor = _cpu_ratio(floors, f"{label}_over_floor")
-        elif label == "all":
-            floor = over_floor = "–"
         else:
             floor, over_floor = "1 (one pass)", "as × bare"
         rows.append(

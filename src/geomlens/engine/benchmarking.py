@@ -60,14 +60,20 @@ def count_tokens(
     )
 
 
+def _bare_forward_kwargs(adapter: Adapter) -> Callable[[Any], dict[str, Any]]:
+    """How the nnsight backend calls the model's own forward on a batch (the bare pass)."""
+    forward_kwargs = getattr(adapter, "_forward_kwargs", None)
+    if forward_kwargs is None:
+        raise ValueError("The bare-forward baseline needs the nnsight backend (backend='nnsight').")
+    return forward_kwargs
+
+
 def bare_forward(
     adapter: Adapter, dataset: Dataset, batch_size: int, max_length: int | None
 ) -> None:
     """The model's own forward (no hooks, no analyses) on the batches geomlens forms, with the
     arguments the nnsight backend gives it."""
-    forward_kwargs = getattr(adapter, "_forward_kwargs", None)
-    if forward_kwargs is None:
-        raise ValueError("The bare-forward baseline needs the nnsight backend (backend='nnsight').")
+    forward_kwargs = _bare_forward_kwargs(adapter)
     with torch.no_grad():
         batches = dataset_batches(dataset, batch_size)
         for inputs in encoded_batches(adapter, batches, max_length=max_length):
@@ -94,9 +100,7 @@ class FloorPasses:
 
         self.adapter, self.dataset = adapter, dataset
         self.batch_size, self.max_length = batch_size, max_length
-        self.forward_kwargs = getattr(adapter, "_forward_kwargs", None)
-        if self.forward_kwargs is None:
-            raise ValueError("The floor needs the nnsight backend (backend='nnsight').")
+        self.forward_kwargs = _bare_forward_kwargs(adapter)
         self.output = f"blocks.{adapter.n_layers - 1}.hook_resid_post"
         starts = sorted(set(layers) - {0})
         cached: list[dict[int, torch.Tensor]] = []
@@ -117,7 +121,6 @@ class FloorPasses:
     def __call__(self) -> None:
         from geomlens.interventions.resume import capture_from_layer
 
-        assert self.forward_kwargs is not None
         with torch.no_grad():
             for inputs, cached, layers in zip(self._batches(), self.cached, self.per_batch):
                 self.adapter.model(**self.forward_kwargs(inputs))
