@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from geomlens import results as _results
+from geomlens.lazy import lazy_attributes
 from geomlens.version import __version__
 
 # Public names, imported on first use so that `import geomlens.theory` stays light (numpy/scipy).
@@ -24,9 +25,9 @@ _EXPORTS = {
     "Dataset": "geomlens.data.dataset",
     "Adapter": "geomlens.models.adapter",
     "Analysis": "geomlens.analyses.base",
-    "AnalysisConfig": "geomlens.analyses.base",
+    "AnalysisConfig": "geomlens.analyses.declaration",
     "Batch": "geomlens.analyses.base",
-    "option": "geomlens.analyses.base",
+    "option": "geomlens.analyses.declaration",
     "register_analysis": "geomlens.analyses.registry",
     "list_analyses": "geomlens.analyses.registry",
     "analysis_class": "geomlens.analyses.registry",
@@ -46,10 +47,7 @@ def _draw(result: Any, path: Any = None, **kwargs: Any) -> Any:
 _results.set_drawer(_draw)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'geomlens' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -6,14 +6,12 @@ summary agree:
 * :func:`number`: significant digits, thousands separators (``1,506``, never ``1.51e+03``),
   and no exponent notation for magnitudes from 10⁻⁴ up to 10⁶ (beyond that ``2.5 × 10⁷``);
 * :func:`quantity`: a number with its unit (``166 years``, ``1,506 tokens``, ``12.3 s``);
-* :func:`metric_value`: a metric (``<site>.<name>``) with the unit its name implies
-  (:data:`METRIC_UNITS`, the stimuli's coordinate unit for distances);
-* :func:`human_name` / :func:`metric_label`: condition and metric identifiers in words
+* :func:`human_name` / :func:`layer_label`: condition and site identifiers in words
   (``random_tokens`` → "random tokens", ``replaced_15pct`` → "15 % of tokens replaced");
 * :func:`duration`: seconds as ``55 s`` or ``5 min 30 s``.
 
-The readings of each analysis call these, e.g.
-``quantity(eps, distance_unit(result))`` or ``metric_value(result, f"{site}.pool_size")``.
+A metric's words, unit and guards belong to its analysis's declaration: they are written by
+:mod:`geomlens.analyses.metric_words`, which calls these for the numbers.
 """
 
 from __future__ import annotations
@@ -125,60 +123,6 @@ HUMAN_NAMES: dict[str, str] = {
     "logits": "output logits",
 }
 
-#: Metric names (the part after the site) in words that no one analysis owns; each analysis's
-#: own metrics are described by its metric specs (``metric_specs``), added by
-#: :func:`describe_metrics` when the analysis is registered.
-METRIC_NAMES: dict[str, str] = {
-    "stimuli": "stimuli",
-    "rows": "rows",
-}
-#: Words and units from the registered analyses' metric specs (see :func:`describe_metrics`).
-_SPEC_WORDS: dict[str, str] = {}
-_SPEC_UNITS: dict[str, str] = {}
-_SPECS: dict[str, Any] = {}
-
-
-#: Each analysis's own specs by metric name (two analyses may both have a ``p_similarity`` with
-#: different guards): read first by :func:`metric_value` for a result of that analysis.
-_SPECS_OF: dict[str, dict[str, Any]] = {}
-
-
-def describe_metrics(specs: Any, analysis: str = "") -> None:
-    """Make ``specs`` (an analysis's :class:`~geomlens.analyses.spec.MetricSpec` tuple) known to
-    :func:`metric_name`, :func:`metric_unit` and :func:`metric_value` (``analysis``: its
-    registered name, so a result of it is guarded by its own specs). The registry calls this
-    for every analysis it registers (built-ins and plugins alike)."""
-    if analysis:
-        _SPECS_OF[analysis] = {spec.name: spec for spec in specs}
-    for spec in specs:
-        if spec.words:
-            _SPEC_WORDS.setdefault(spec.name, spec.words)
-        if spec.unit:
-            _SPEC_UNITS.setdefault(spec.name, spec.unit)
-        _SPECS.setdefault(spec.name, spec)
-
-
-#: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
-METRIC_SUFFIXES: dict[str, str] = {
-    "_ci_low": "95 % interval, low end",
-    "_ci_high": "95 % interval, high end",
-    "_null_p95": "shuffled-label null, 95th percentile",
-    "_null": "shuffled-label null",
-    "_theory": "theory's value",
-    "_base": "original model",
-    "_linearized": "MLP linearised",
-}
-
-#: The unit of metrics no one analysis owns, by metric name (the part after the site; for names
-#: with a condition such as ``mean_k.heldout``, the part before the condition); each analysis's
-#: own are in its metric specs. ``"distance"``: the stimuli's coordinate unit, see
-#: :func:`distance_unit`.
-METRIC_UNITS: dict[str, str] = {
-    "num_tokens": "tokens",
-    "stimuli": "stimuli",
-    "rows": "rows",
-}
-
 #: Words in a data description → the unit of its coordinate (see :func:`distance_unit`).
 COORDINATE_UNITS: dict[str, str] = {
     "year": "years",
@@ -242,29 +186,6 @@ def split_metric(key: str, sites: Any = None) -> tuple[str, str]:
     return (site, name) if name else ("", key)
 
 
-def metric_name(name: str) -> str:
-    """A metric name (after the site) in words: ``alpha_ci_low`` → "abstraction α, 95 %
-    interval, low end"; ``mean_k.random_tokens`` → "mean active latents k, random tokens"."""
-    if name in METRIC_NAMES or name in _SPEC_WORDS:
-        return METRIC_NAMES.get(name) or _SPEC_WORDS[name]
-    head, _, condition = name.partition(".")
-    if condition:
-        return f"{metric_name(head)}, {human_name(condition)}"
-    for suffix in sorted(METRIC_SUFFIXES, key=len, reverse=True):
-        # alpha_ci_high_base: the condition ending first, then the qualifier before it
-        if head.endswith(suffix) and len(head) > len(suffix):
-            return f"{metric_name(head[: -len(suffix)])}, {METRIC_SUFFIXES[suffix]}"
-    return head.replace("_", " ")
-
-
-def metric_label(key: str, sites: Any = None) -> str:
-    """A metric key in words: ``blocks.3.hook_resid_post.auroc.random_tokens`` →
-    ``layer 3, residual stream after the block: AUROC, random tokens``."""
-    site, name = split_metric(key, sites)
-    words = metric_name(name)
-    return f"{layer_label(site)}: {words}" if site else words
-
-
 def distance_unit(result: Any) -> str:
     """The unit of the stimuli's coordinate (so of ε and of the distance d), or ``""``.
 
@@ -280,35 +201,3 @@ def distance_unit(result: Any) -> str:
         if word in described:
             return unit
     return ""
-
-
-def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
-    """The unit of metric ``key`` (``""`` for a ratio, a probability or a cosine)."""
-    _, name = split_metric(key, sites)
-    head = name.partition(".")[0]
-    for suffix in ("_base", "_linearized"):
-        head = head.removesuffix(suffix)
-    units = {**_SPEC_UNITS, **METRIC_UNITS}
-    unit = units.get(name) or units.get(head, "")
-    if unit == "distance":
-        return distance_unit(result) if result is not None else ""
-    if name.endswith("_seconds"):
-        return "s"
-    return unit
-
-
-def metric_value(result: Any, key: str, digits: int = 3) -> str:
-    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``),
-    as its metric spec's ``format`` writes it; when a guard of the spec refuses the number, the
-    guard's words ("at chance") instead."""
-    sites = (getattr(result, "provenance", None) or {}).get("sites")
-    value = result.metrics.get(key, math.nan)
-    name = split_metric(key, sites)[1]
-    spec = _SPECS_OF.get(str(getattr(result, "analysis", "")), {}).get(name) or _SPECS.get(name)
-    if spec is not None:
-        refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
-        if refused is not None:
-            return refused
-        if spec.format is not None:  # the metric's spec says how it is written
-            return str(spec.format(value))
-    return quantity(value, metric_unit(key, result, sites), digits)

@@ -247,7 +247,7 @@ def failing_analysis():
 
     gl.register_analysis("test-report-failing")(Failing)
     yield "test-report-failing"
-    ANALYSES._entries.pop("test-report-failing")
+    ANALYSES.remove("test-report-failing")
 
 
 def test_one_failing_analysis_costs_only_its_section(failing_analysis, tmp_path):
@@ -350,7 +350,7 @@ def test_a_report_rerun_into_the_same_folder_holds_only_the_new_run(tmp_path):
         build_report(adapter, out=tmp_path, quick=True, progress=False, max_length=32,
                      analyses=["test-report-flaky"])  # fmt: skip
     finally:
-        ANALYSES._entries.pop("test-report-flaky")
+        ANALYSES.remove("test-report-flaky")
     everything = json.loads((tmp_path / "results.json").read_text())
     assert "planted failure" in everything["errors"]["test-report-flaky"]
     assert not (tmp_path / "test-report-flaky.json").exists()

@@ -8,11 +8,12 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
+from geomlens.analyses.registry import declaration
 from geomlens.cli import app
 from geomlens.data.prompts import choice_prompts
 from geomlens.report.causal_lm import CAUSAL_LM_ANALYSES, QUICK_LANGUAGE_PAIRS
 from geomlens.report.folder import MANIFEST, MANIFEST_FORMAT, sha256_of
-from geomlens.report.plan import QUICK_OPTIONS, build_analysis, quick_subset
+from geomlens.report.plan import build_analysis, quick_subset
 from geomlens.sae.cache import cache_entry
 from geomlens.sae.config import TrainingConfig, default_corpus_name
 from geomlens.sae.training import cache_key
@@ -21,7 +22,9 @@ from geomlens.sae.training import cache_key
 def test_quick_reuses_a_cached_full_size_sae(minilm, tmp_path, monkeypatch):
     monkeypatch.setenv("GEOMLENS_SAE_CACHE", str(tmp_path))
     quick = build_analysis("sae-features", quick=True, adapter=minilm)
-    assert quick.config.training == QUICK_OPTIONS["training"], "no full-size SAE yet: a small one"
+    assert quick.config.training == declaration("sae-features").quick["training"], (
+        "no full-size SAE yet: a small one"
+    )
     site = minilm.resolve_site(f"blocks.{minilm.n_layers // 2}.hook_resid_post")
     key = cache_key(minilm, site, default_corpus_name(), TrainingConfig())
     cache_entry(key, tmp_path).mkdir(parents=True)  # what a full report leaves behind

@@ -11,15 +11,8 @@ import pytest
 
 import geomlens as gl
 from geomlens.analyses import registry  # noqa: F401  (the metric specs' words and units)
-from geomlens.formatting import (
-    distance_unit,
-    duration,
-    human_name,
-    metric_label,
-    metric_value,
-    number,
-    quantity,
-)
+from geomlens.analyses.metric_words import metric_label, metric_value
+from geomlens.formatting import distance_unit, duration, human_name, number, quantity
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 

@@ -8,51 +8,21 @@ only after batches arrive. ``merge`` folds the state of another instance that sa
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from geomlens.analyses.declaration import AnalysisConfig, Declaration
 from geomlens.analyses.option_types import check_option_types
 from geomlens.analyses.spec import Example, MetricSpec
 from geomlens.inputs.encoding import ModelInputs
 from geomlens.inputs.pooling import pool_tokens
 from geomlens.models.adapter import Adapter
 from geomlens.results import Result
-
-
-def option(
-    default: Any,
-    help: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    choices: tuple[Any, ...] | None = None,
-    **kwargs: Any,
-) -> Any:
-    """A config field with a description (shown by ``geomlens list --verbose`` and in docs).
-
-    ``low`` / ``high`` (inclusive) and ``choices`` are checked, with the type the field is
-    annotated with, when the analysis is built, so a bad value fails there naming the option.
-    """
-    metadata = {"help": help, "low": low, "high": high, "choices": choices}
-    if isinstance(default, (list, dict, set)):
-        return field(default_factory=lambda: type(default)(default), metadata=metadata, **kwargs)
-    return field(default=default, metadata=metadata, **kwargs)
-
-
-@dataclass
-class AnalysisConfig:
-    """Base class of every analysis config. Subclasses add fields made with :func:`option`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def field_help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
 
 @dataclass
@@ -98,8 +68,16 @@ class RunContext:
 
 
 class Analysis(ABC):
-    """Base class of analyses. Register subclasses with ``@register_analysis("name")``."""
+    """Base class of analyses.
 
+    A built-in (or a plugin that declares itself) names its declaration in the class statement,
+    ``class Resolution(Analysis, declaration=DECLARATION)``, and the class takes its name,
+    aliases, config, metric specs, example and reading from it; a plugin without one sets these
+    as class attributes and registers with ``@register_analysis("name")``.
+    """
+
+    #: The declaration this class was built from (None for a class that sets its attributes).
+    declaration: ClassVar[Declaration | None] = None
     name: ClassVar[str] = ""
     Config: ClassVar[type[AnalysisConfig]] = AnalysisConfig
     #: Other names the registry answers to (``"stats"`` for ``"activation-stats"``).
@@ -108,6 +86,22 @@ class Analysis(ABC):
     example: ClassVar[Example | None] = None
     #: Its metrics' words, units and headlines (the report and the number formatting read them).
     metric_specs: ClassVar[tuple[MetricSpec, ...]] = ()
+
+    def __init_subclass__(cls, declaration: Declaration | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if declaration is None:
+            return
+        module = importlib.import_module(cls.__module__)
+        declared = declaration.in_package(module.__package__ or "")
+        cls.declaration = declared
+        cls.name = declared.name
+        cls.aliases = declared.aliases
+        cls.Config = declared.config
+        cls.metric_specs = declared.metrics
+        cls.example = declared.load_example()
+        reading = declared.load_reading()
+        if reading is not None:
+            cls.reading = staticmethod(reading)  # type: ignore[attr-defined]
 
     def __init__(self, config: AnalysisConfig | None = None, **overrides: Any) -> None:
         if config is None:

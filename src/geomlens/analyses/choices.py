@@ -22,13 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from geomlens.analyses.similarity.config import MAX_DISTINCT_BINS
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.models.adapter import LOGITS_SITE
 from geomlens.plain_state import state_class
-
-#: Distinct distances above this count are grouped into equal-width bins (here and in
-#: similarity's g(d)).
-MAX_DISTINCT_BINS = 128
 
 TESTS = ("similarity", "identification")
 #: Bootstrap resamples of the trials for the accuracy intervals, and their coverage.

@@ -15,15 +15,15 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from geomlens.analyses.abstraction.config import ConceptConfig
 from geomlens.analyses.alpha_scores import alpha_draws, summarise_alpha
 from geomlens.analyses.alpha_scores import pairwise_alpha as pairwise_alpha  # re-exported
-from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.analyses.base import Analysis, Batch
 from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
 from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
 from geomlens.inputs.encoding import to_device
@@ -33,20 +33,6 @@ from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.
 SINGLE_TASK = "all"
-
-
-@dataclass
-class ConceptConfig(AnalysisConfig):
-    """Options every concept analysis has: where to read and how to pool a row."""
-
-    site: str | list[str] | None = option(
-        None, "Site(s) to measure; default: every blocks.{L}.hook_resid_post (a layer sweep)."
-    )
-    pooling: str = option(
-        "auto",
-        "How a row's tokens become one vector: 'auto' (the [[marked]] word's tokens when texts "
-        "mark one, else the mean), 'span', 'mean', 'last' or 'first'.",
-    )
 
 
 def concept_sites(config: ConceptConfig, adapter: Adapter) -> list[str]:

@@ -1,14 +1,17 @@
 """The registry of analyses, in one module: the generic registry (names and aliases, lazy entry
-points, errors that list what exists), the built-ins found by walking this package, and
-``@register_analysis(name)`` for plugins.
+points, errors that list what exists), the built-ins' declarations found by walking this
+package, and ``@register_analysis(name)`` for plugins.
 
-A built-in is a folder ``geomlens/analyses/<name>/`` whose ``__init__`` sets ``ANALYSIS`` to its
-class; the class carries its name, aliases, example, metric specs, reading and figure. Walking
+A built-in is a folder ``geomlens/analyses/<name>/`` whose ``__init__`` holds ``DECLARATION``
+(a :class:`~geomlens.analyses.declaration.Declaration`, read without importing torch); walking
 the package (:func:`walk_builtins`) finds every such folder, so adding a built-in is adding a
-folder. A plugin provides the same pieces on its class and declares it (or a module whose import
-registers it) in the ``geomlens.analyses`` entry-point group. Only :class:`Analysis` subclasses
-can be registered (anything else is a ``TypeError`` where it is registered). The registry is
-modelled on lm-evaluation-harness's ``api/registry.py``.
+folder. Everything that only describes analyses (``geomlens list``, ``run NAME --help``, the
+report's plan, a sweep's columns, the metric words) reads :func:`declaration` /
+:func:`declarations`; :func:`analysis_class` imports a class when its analysis runs. A plugin's
+entry point in the ``geomlens.analyses`` group names a declaration, a class, or a module whose
+import registers one (``@register_analysis``). Only :class:`Analysis` subclasses can be
+registered (anything else is a ``TypeError`` where it is registered). The registry is modelled
+on lm-evaluation-harness's ``api/registry.py``.
 """
 
 from __future__ import annotations
@@ -16,16 +19,20 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import importlib.util
 import pkgutil
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from geomlens.analyses.base import Analysis
-from geomlens.formatting import describe_metrics
+from geomlens.analyses.declaration import Declaration, folder_name
+
+if TYPE_CHECKING:
+    from geomlens.analyses.base import Analysis
 
 __all__ = [
     "ANALYSES", "ENTRY_POINT_GROUP", "PluginLoadError", "Registry", "UnknownNameError",
-    "analysis_class", "builtin_analyses", "list_analyses", "register_analysis", "walk_builtins",
+    "analysis_class", "builtin_analyses", "declaration", "declarations", "list_analyses",
+    "register_analysis", "register_declaration", "walk_builtins",
 ]  # fmt: skip
 
 ENTRY_POINT_GROUP = "geomlens.analyses"
@@ -137,9 +144,15 @@ class Registry(Generic[T]):
             except Exception as error:  # a broken plugin must not break the others
                 self.load_errors[entry_point.name] = f"{type(error).__name__}: {error}"
                 continue
-            # An entry point may name the object itself (not yet registered) or a module whose
-            # import registered it; only the former needs adding.
+            # An entry point may name the object itself (not yet registered), a module whose
+            # import registered it, or what a subclass takes itself (a declaration).
             if isinstance(loaded, type(importlib)):
+                continue
+            try:
+                if self._take_entry_point(entry_point, loaded):
+                    continue
+            except Exception as error:
+                self.load_errors[entry_point.name] = f"{type(error).__name__}: {error}"
                 continue
             if entry_point.name not in self:
                 self.add(entry_point.name, loaded)
@@ -154,6 +167,17 @@ class Registry(Generic[T]):
                     "plugin's entry point or uninstall the plugin"
                 )
                 self.load_errors[entry_point.name] = f"name clash: {self.clashes[entry_point.name]}"
+
+    def remove(self, name: str) -> None:
+        """Forget ``name`` and its aliases (tests that register a throwaway entry)."""
+        self._entries.pop(name, None)
+        self._lazy.pop(name, None)
+        for alias in [a for a, target in self._aliases.items() if target == name]:
+            del self._aliases[alias]
+
+    def _take_entry_point(self, entry_point: Any, loaded: Any) -> bool:
+        """Whether a subclass registered ``loaded`` itself (the generic registry: never)."""
+        return False
 
     def names(self) -> list[str]:
         """The usable names (a clashing name is not: see :attr:`clashes`)."""
@@ -207,36 +231,98 @@ class Registry(Generic[T]):
 
 
 def check_analysis_class(obj: object) -> None:
-    """Refuse anything but an :class:`Analysis` subclass, saying what was given; make its metric
-    specs known to the number formatting."""
+    """Refuse anything but an :class:`Analysis` subclass, saying what was given."""
+    from geomlens.analyses.base import Analysis
+
     if not (isinstance(obj, type) and issubclass(obj, Analysis)):
         raise TypeError(
             f"Only Analysis subclasses can be registered as analyses; got {obj!r}. Subclass "
             "geomlens.Analysis (see docs/plugins.md)."
         )
-    describe_metrics(obj.metric_specs, getattr(obj, "name", ""))
 
 
-def walk_builtins(package: str = "geomlens.analyses") -> Iterator[type[Analysis]]:
-    """The analysis class of every folder of ``package`` that declares one (``ANALYSIS``), by
-    folder name; folders without one (shared machinery) are passed over."""
+def walk_builtins(package: str = "geomlens.analyses") -> Iterator[Declaration]:
+    """The declaration of every folder of ``package`` that holds one (``DECLARATION``), by
+    folder name, each resolved in its folder; folders without one are passed over. A
+    declaration whose name is not its folder's is refused: the folder is the analysis."""
     root = importlib.import_module(package)
     for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
         if not info.ispkg:
             continue
         module = importlib.import_module(f"{package}.{info.name}")
-        found = getattr(module, "ANALYSIS", None)
-        if found is not None:
-            yield found
+        found = getattr(module, "DECLARATION", None)
+        if not isinstance(found, Declaration):
+            continue
+        if folder_name(found.name) != info.name:
+            raise ValueError(
+                f"The analysis folder {info.name!r} declares the name {found.name!r}; a "
+                f"built-in's name is its folder's ({info.name.replace('_', '-')!r}): rename one."
+            )
+        yield found.in_package(module.__name__)
 
 
-ANALYSES: Registry[type[Analysis]] = Registry("analysis", ENTRY_POINT_GROUP, check_analysis_class)
-_BUILTINS: list[str] = []
-for _found in walk_builtins():
-    ANALYSES.add(_found.name, _found, aliases=_found.aliases)
-    _BUILTINS.append(_found.name)
+class AnalysisRegistry(Registry["type[Analysis]"]):
+    """The analyses' registry: classes (lazy for declared analyses) and their declarations."""
 
-A = TypeVar("A", bound=type[Analysis])
+    def __init__(self) -> None:
+        super().__init__("analysis", ENTRY_POINT_GROUP, check_analysis_class)
+        self.declarations: dict[str, Declaration] = {}
+
+    def declare(self, declared: Declaration) -> None:
+        """Register an analysis by its declaration; its class is imported on first use."""
+        module, _, attribute = declared.analysis.partition(":")
+        if module.startswith("."):
+            module = importlib.util.resolve_name(module, declared.package)
+        self.add_lazy(declared.name, f"{module}:{attribute}", aliases=declared.aliases)
+        self.declarations[declared.name] = declared
+
+    def add(
+        self, name: str, obj: Any, *, aliases: tuple[str, ...] = (), replace: bool = False
+    ) -> None:
+        super().add(name, obj, aliases=aliases, replace=replace)
+        self.declarations[name] = Declaration.of_class(obj, name)
+
+    def _take_entry_point(self, entry_point: Any, loaded: Any) -> bool:
+        if not isinstance(loaded, Declaration):
+            return False
+        module = importlib.import_module(entry_point.module)
+        declared = loaded.in_package(module.__package__ or "")
+        if declared.name != entry_point.name:
+            raise ValueError(
+                f"The entry point {entry_point.name} = {entry_point.value} names the "
+                f"declaration of {declared.name!r}; give the entry point that name."
+            )
+        if declared.name in self:
+            self.clashes[declared.name] = (
+                f"the plugin entry point {entry_point.name} = {entry_point.value} names "
+                f"analysis {declared.name!r}, which is already registered; rename the "
+                "plugin's entry point or uninstall the plugin"
+            )
+            self.load_errors[declared.name] = f"name clash: {self.clashes[declared.name]}"
+            return True
+        self.declare(declared)
+        return True
+
+    def remove(self, name: str) -> None:
+        super().remove(name)
+        self.declarations.pop(name, None)
+
+    def declaration(self, name: str) -> Declaration:
+        """The declaration of ``name`` (or an alias); errors list what exists."""
+        self._load_entry_points()
+        canonical = self._aliases.get(name, name)
+        if canonical in self.declarations and canonical not in self.clashes:
+            return self.declarations[canonical]
+        self.get(name)  # raises the registry's error, naming what exists
+        return self.declarations[canonical]
+
+
+ANALYSES = AnalysisRegistry()
+for _declared in walk_builtins():
+    ANALYSES.declare(_declared)
+_BUILTINS: tuple[str, ...] = tuple(sorted(ANALYSES.declarations))
+
+A = TypeVar("A", bound="type[Analysis]")
 
 
 def register_analysis(
@@ -247,13 +333,13 @@ def register_analysis(
     ``aliases`` default to those the class itself sets (not inherited ones); ``replace=True``
     takes over a name already registered. Third-party packages use the same decorator and
     declare the module (or the class) in the ``geomlens.analyses`` entry-point group so that
-    ``gl.list_analyses()`` finds it.
+    ``gl.list_analyses()`` finds it; a declaration (see
+    :class:`~geomlens.analyses.declaration.Declaration`) is listed without importing the class.
     """
 
     def decorate(cls: A) -> A:
         check_analysis_class(cls)
         cls.name = name
-        describe_metrics(cls.metric_specs, name)  # its own specs, under its registered name
         own = cls.__dict__.get("aliases", ()) if aliases is None else aliases
         ANALYSES.add(name, cls, aliases=own, replace=replace)
         return cls
@@ -261,9 +347,27 @@ def register_analysis(
     return decorate
 
 
+def register_declaration(declared: Declaration) -> None:
+    """Register an analysis by its declaration (absolute pointers), its class imported when it
+    runs: what an entry point naming a declaration does, for code that registers in Python."""
+    ANALYSES.declare(declared)
+
+
 def analysis_class(name: str) -> type[Analysis]:
     """The analysis class registered under ``name`` (or an alias); errors list what exists."""
     return ANALYSES.get(name)
+
+
+def declaration(name: str) -> Declaration:
+    """The declaration of analysis ``name`` (or an alias), without importing its class."""
+    return ANALYSES.declaration(name)
+
+
+def declarations() -> list[Declaration]:
+    """Every registered analysis's declaration (built-ins and plugins), by name."""
+    return [
+        ANALYSES.declarations[name] for name in ANALYSES.names() if name in ANALYSES.declarations
+    ]
 
 
 def list_analyses() -> list[str]:
@@ -273,4 +377,4 @@ def list_analyses() -> list[str]:
 
 def builtin_analyses() -> list[str]:
     """Names of the analyses that ship with geomlens, alphabetical (the report's run order)."""
-    return sorted(_BUILTINS)
+    return list(_BUILTINS)

@@ -37,28 +37,15 @@ def list_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every option.")] = False,
 ) -> None:
     """List the registered analyses (built-ins and installed plugins)."""
-    import importlib.metadata
+    from geomlens.analyses.declaration import option_lines
+    from geomlens.analyses.registry import ANALYSES, declarations
 
-    from geomlens.cli.catalogue import ENTRY_POINT_GROUP, describe
-
-    # Without plugins and without --verbose the built-ins' generated catalogue says all there is
-    # to say, and listing stays free of torch; a plugin imports geomlens's analyses anyway, and
-    # --verbose reads each class's options, so both go through the registry.
-    if not verbose and not importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        from geomlens.cli._catalogue import BUILTINS
-
-        for entry in BUILTINS:
-            _echo_entry(entry)
-        return
-    from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
-
-    aliases = ANALYSES.aliases()
-    for name in list_analyses():
-        cls = analysis_class(name)
-        entry = describe(cls, tuple(a for a, t in aliases.items() if t == name))
-        _echo_entry(entry)
+    # Declarations only: listing imports no analysis (nor torch) unless a plugin's entry point
+    # names its class rather than its declaration.
+    for declared in declarations():
+        _echo_declaration(declared)
         if verbose:
-            for line in option_lines(cls):
+            for line in option_lines(declared.config):
                 typer.echo(f"    {line}")
     # A plugin that fails to import is listed with its error (and the listing exits 1), so a
     # user who installed it sees why it is missing instead of an unexplained absence.
@@ -68,33 +55,17 @@ def list_command(
         raise typer.Exit(code=1)
 
 
-def _echo_entry(entry: Any) -> None:
-    alias_text = f"  (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""
-    typer.echo(f"{entry.name}{alias_text}  {entry.summary}")
-    typer.echo(f"    default data: {entry.default_data}")
-
-
-def option_lines(cls: Any) -> list[str]:
-    """One line per option of analysis ``cls``: ``name = default: help [limits]``."""
-    import dataclasses
-
-    lines = []
-    for field in dataclasses.fields(cls.Config):
-        # Mutable defaults ({} / []) live in default_factory, not default.
-        default = (
-            field.default_factory()
-            if field.default is dataclasses.MISSING
-            and field.default_factory is not dataclasses.MISSING
-            else field.default
-        )
-        limits = _declared_limits(field.metadata)
-        lines.append(f"{field.name} = {default!r}: {field.metadata.get('help', '')}{limits}")
-    return lines
+def _echo_declaration(declared: Any) -> None:
+    aliases = sorted(declared.aliases)
+    alias_text = f"  (aliases: {', '.join(aliases)})" if aliases else ""
+    typer.echo(f"{declared.name}{alias_text}  {declared.summary}")
+    typer.echo(f"    default data: {declared.default_data}")
 
 
 class RunCommand(TyperCommand):
     """``geomlens run``, whose ``--help`` after an analysis's name (``geomlens run resolution
-    --help``) also lists that analysis's options (given as ``--option KEY=VALUE``)."""
+    --help``) also lists that analysis's options (given as ``--option KEY=VALUE``), read from
+    its declaration (no torch)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta["geomlens_run_args"] = list(args)  # before --help, which stops the parsing
@@ -105,30 +76,17 @@ class RunCommand(TyperCommand):
         named = [a for a in ctx.meta.get("geomlens_run_args", []) if not a.startswith("-")]
         if not named:
             return
-        from geomlens.analyses.registry import analysis_class
+        from geomlens.analyses.declaration import option_lines
+        from geomlens.analyses.registry import declaration
 
         try:
-            cls = analysis_class(named[0])
+            declared = declaration(named[0])
         except Exception as error:  # an unknown name: say so under the help, one line
             typer.echo(f"\n{str(error).splitlines()[0]}")
             return
-        typer.echo(f"\nOptions of {cls.name} (give each as --option KEY=VALUE):")
-        for line in option_lines(cls):
+        typer.echo(f"\nOptions of {declared.name} (give each as --option KEY=VALUE):")
+        for line in option_lines(declared.config):
             typer.echo(f"  {line}")
-
-
-def _declared_limits(metadata: Any) -> str:
-    """`` [≥ 2]`` / `` [0 … 1]`` / `` [one of 'a', 'b']`` from an option's declared range."""
-    low, high, choices = metadata.get("low"), metadata.get("high"), metadata.get("choices")
-    if choices is not None:
-        return f" [one of {', '.join(map(repr, choices))}]"
-    if low is not None and high is not None:
-        return f" [{low:g} … {high:g}]"
-    if low is not None:
-        return f" [≥ {low:g}]"
-    if high is not None:
-        return f" [≤ {high:g}]"
-    return ""
 
 
 def run_command(

@@ -1,7 +1,19 @@
-"""Data containers and the stimulus sets shipped with geomlens."""
+"""Data containers and the stimulus sets shipped with geomlens.
 
-from geomlens.data.dataset import Dataset, as_dataset
-from geomlens.data.stimuli import StimulusSet, render
-from geomlens.data.stimulus_files import load_stimuli
+The containers (which need torch) are imported on first use, so that the stimulus tables and
+choice sets that the analyses' declarations name can be read without torch.
+"""
 
-__all__ = ["Dataset", "StimulusSet", "as_dataset", "load_stimuli", "render"]
+from geomlens.lazy import lazy_attributes
+
+_EXPORTS = {
+    "Dataset": "geomlens.data.dataset",
+    "as_dataset": "geomlens.data.dataset",
+    "StimulusSet": "geomlens.data.stimuli",
+    "render": "geomlens.data.stimuli",
+    "load_stimuli": "geomlens.data.stimulus_files",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_attributes(__name__, _EXPORTS)

@@ -15,7 +15,7 @@ import numpy as np
 
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.dynamics.overlay import site_layer
-from geomlens.dynamics.trajectory import HEADLINES
+from geomlens.dynamics.trajectory import followed_metrics
 
 
 def draw_analysis(
@@ -31,7 +31,7 @@ def draw_analysis(
     if not rows:
         return None
     present = {r["metric"] for r in rows}
-    metric = next((m for m in HEADLINES.get(analysis, ()) if m in present), rows[0]["metric"])
+    metric = next((m for m in followed_metrics(analysis) if m in present), rows[0]["metric"])
     task = next(r["task"] for r in rows if r["metric"] == metric)
     rows = [r for r in rows if r["metric"] == metric and r["task"] == task]
     sites = sorted({r["site"] for r in rows}, key=lambda s: (site_layer(s) or -1, s))

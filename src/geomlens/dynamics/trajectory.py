@@ -45,14 +45,6 @@ COLUMNS = (
     "theory_layer_law",
     "residual_layer_law",
 )
-#: The metrics a trajectory follows, per analysis; any other analysis contributes every numeric
-#: column of its per-site rows.
-HEADLINES: dict[str, tuple[str, ...]] = {
-    "abstraction": ("alpha",),
-    "ccgp": ("ccgp", "within_context_accuracy"),
-    "resolution": ("p_similarity", "p_identification", "front_distance", "epsilon"),
-    "similarity": ("g_first_bin",),
-}
 #: Metrics whose per-layer law and attenuation bound are drawn (abstraction cosines).
 ALPHA_METRICS = ("alpha",)
 ACROSS_SEEDS_COLUMNS = (
@@ -73,7 +65,7 @@ ACROSS_SEEDS_COLUMNS = (
 def result_rows(result: Result) -> list[dict[str, Any]]:
     """(site, task, metric, value, ci_low, ci_high) rows of one Result: from its ``per_task``
     table when it has one with site and task columns, else from ``<site>.<metric>`` metrics."""
-    headlines = HEADLINES.get(result.analysis)
+    headlines = followed_metrics(result.analysis)
     table = result.tables.get("per_task")
     rows: list[dict[str, Any]] = []
     if table and all("site" in r and "task" in r for r in table):
@@ -95,6 +87,17 @@ def result_rows(result: Result) -> list[dict[str, Any]]:
             if name in values:
                 rows.append(_row(site, "", name, values))
     return rows
+
+
+def followed_metrics(analysis: str) -> tuple[str, ...]:
+    """The metrics a trajectory follows for ``analysis``: its declaration's ``sweep_metrics``
+    (empty, as for an analysis not installed here: every numeric column of its rows)."""
+    from geomlens.analyses.registry import declaration
+
+    try:
+        return declaration(analysis).sweep_metrics
+    except (KeyError, ImportError):  # unknown here, or its plugin failed to load
+        return ()
 
 
 def _numeric_columns(row: Mapping[str, Any]) -> list[str]:

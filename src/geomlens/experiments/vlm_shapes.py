@@ -86,7 +86,7 @@ def score_shapes(
     ``first_token`` scores a shape name that is several tokens by its first token (recorded in
     the result's ``first_token_options``).
     """
-    from geomlens.analyses.similarity import Similarity
+    from geomlens.analyses.similarity.analysis import Similarity
     from geomlens.data.dataset import as_dataset
     from geomlens.engine import stream
 

@@ -26,10 +26,7 @@ from typing import Any
 
 import torch
 
-#: A position is flagged as an attention sink when its norm exceeds this many times the row's
-#: reference norm. On SmolLM2-135M the first position is 38-140 × the median in layers 12-27
-#: while every other token stays under 4.5 ×.
-SINK_NORM_RATIO = 10.0
+from geomlens.run_defaults import SINK_NORM_RATIO
 
 
 def special_token_ids(tokenizer: Any) -> list[int]:

@@ -11,18 +11,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geomlens.analyses.registry import analysis_class
-from geomlens.analyses.spec import specs_by_name
-from geomlens.formatting import (
-    duration,
-    layer_label,
+from geomlens.analyses.metric_words import (
     metric_label,
     metric_name,
+    metric_spec,
     metric_unit,
     metric_value,
-    number,
-    split_metric,
 )
+from geomlens.analyses.registry import analysis_class
+from geomlens.formatting import duration, layer_label, number, split_metric
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
 from geomlens.report.folder import publish, start_staging
@@ -82,7 +79,8 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
         outcome.figure_error = section["figure_error"]
         section["status"] = "figure failed"
     section["reading"] = readings.read(result, cls)
-    section["summary"] = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+    declared = readings.declaration_of(result)
+    section["summary"] = declared.summary if declared is not None else ""
     section["headline"] = readings.headline(result)
     section["table"] = headline_table(result)
     sites = readings.result_sites(result)  # once: it reads every metric name
@@ -97,18 +95,9 @@ def cell_text(result: Any, key: str) -> str:
     """A headline cell: the number (its unit is in the column's header), or, when a guard of
     its metric spec refuses it, the guard's words instead (never the number as a finding)."""
     sites = readings.result_sites(result)
-    spec = specs_by_name(getattr(analysis_or_none(result), "metric_specs", ())).get(
-        split_metric(key, sites)[1]
-    )
+    spec = metric_spec(split_metric(key, sites)[1], result.analysis)
     refused = spec.blocked(result, key) if spec is not None else None
     return refused if refused is not None else number(result.metrics[key], 3)
-
-
-def analysis_or_none(result: Any) -> Any:
-    """The class of the analysis that wrote ``result``, or None when it is not installed."""
-    from geomlens.analyses.registry import ANALYSES
-
-    return ANALYSES.get_registered(result.analysis) if result.analysis in ANALYSES else None
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis
-from geomlens.analyses.registry import analysis_class
+from geomlens.analyses.registry import analysis_class, declaration
 from geomlens.data.dataset import Dataset, as_dataset, select_rows
 from geomlens.models.adapter import Adapter
 
@@ -36,17 +36,6 @@ GROUP_COLUMNS = ("task", "condition", "test")
 #: of a concept, a trial is shown in every rotation of its options (so that a preference for a
 #: position or a label cancels).
 UNIT_COLUMNS = ("context", "trial")
-#: Options made cheaper in a quick pass, applied to each analysis whose config has the field:
-#: fewer bootstrap resamples, label shuffles and Monte-Carlo trials, and (sae-features with no
-#: SAE given) a smaller SAE trained on fewer tokens, cached apart from the full run's.
-QUICK_OPTIONS: dict[str, Any] = {
-    "n_bootstrap": 100,
-    "n_shuffles": 20,
-    "bootstrap": 50,
-    "samples": 20_000,
-    # A small SAE: 5,000 tokens (reading through the model stops there).
-    "training": {"tokens": 5_000},
-}
 
 
 @dataclass
@@ -135,18 +124,11 @@ def first_paragraph(function: Any) -> str:
     return plain_words(" ".join((function.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
-def default_data_description(cls: type[Analysis]) -> str:
-    """What ``cls`` runs on when given no data, in words: the first paragraph of its
-    ``default_data`` docstring (the base class's: the bundled corpus)."""
-    from geomlens.data.corpus import DEFAULT_CORPUS_SIZE
-
-    method = cls.default_data
-    if method is Analysis.default_data:
-        return (
-            f"The bundled English corpus: {DEFAULT_CORPUS_SIZE} paragraphs of Python "
-            "standard-library docstrings."
-        )
-    return first_paragraph(method) or "Its own shipped data (see its documentation)."
+def default_data_description(analysis: type[Analysis] | str) -> str:
+    """What an analysis (a class or a name) runs on when given no data, in words: its
+    declaration's ``default_data``."""
+    name = analysis if isinstance(analysis, str) else analysis.name
+    return declaration(name).default_data
 
 
 def build_analysis(
@@ -155,17 +137,14 @@ def build_analysis(
     adapter: Adapter | None = None,
     options: dict[str, Any] | None = None,
 ) -> Analysis:
-    """An analysis with its default config and ``options`` (cheaper resampling counts when
-    ``quick``).
+    """An analysis with its default config and ``options`` (when ``quick``, the cheaper options
+    its declaration names: fewer resamples, a smaller SAE).
 
     A quick run trains a small SAE for sae-features only when no full-size one is cached for
     the model: a full-size SAE already trained (by a full report) is better and costs nothing.
     """
-    import dataclasses
-
     cls = analysis_class(name)
-    fields = {f.name for f in dataclasses.fields(cls.Config)}
-    cheaper = {k: v for k, v in QUICK_OPTIONS.items() if k in fields} if quick else {}
+    cheaper = dict(declaration(name).quick) if quick else {}
     if "training" in cheaper and adapter is not None and _full_size_sae_cached(cls, adapter):
         del cheaper["training"]
     return cls(**{**cheaper, **(options or {})})

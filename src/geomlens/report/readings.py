@@ -10,8 +10,10 @@ with none, a plain list of its main metrics. Headlines are the metrics whose spe
 
 from __future__ import annotations
 
+from geomlens.analyses.declaration import Declaration
+from geomlens.analyses.metric_words import metric_label, metric_name, metric_value
 from geomlens.analyses.reading_words import per_site
-from geomlens.formatting import layer_label, metric_label, metric_name, metric_value, number
+from geomlens.formatting import layer_label, number
 from geomlens.results import Result
 
 __all__ = ["headline", "headline_names", "layer_label", "number", "per_site", "read"]
@@ -38,10 +40,13 @@ def fallback_reading(result: Result) -> list[str]:
 
 
 def read(result: Result, analysis: type | None = None) -> list[str]:
-    """Paragraphs reading ``result`` in plain words (see the module docstring)."""
-    if analysis is None:
-        analysis = _analysis_of(result)
-    own = getattr(analysis, "reading", None)
+    """Paragraphs reading ``result`` in plain words (see the module docstring): the reading of
+    ``analysis`` when given, else the one its declaration names."""
+    if analysis is not None:
+        own = getattr(analysis, "reading", None)
+    else:
+        declared = declaration_of(result)
+        own = declared.load_reading() if declared is not None else None
     paragraphs: list[str] = []
     if callable(own):
         text = own(result)
@@ -49,17 +54,21 @@ def read(result: Result, analysis: type | None = None) -> list[str]:
     return paragraphs or fallback_reading(result)
 
 
-def _analysis_of(result: Result) -> type | None:
-    """The class of the analysis that wrote ``result``, or None when it is not installed here."""
-    from geomlens.analyses.registry import ANALYSES
+def declaration_of(result: Result) -> Declaration | None:
+    """The declaration of the analysis that wrote ``result``, or None when it is not installed
+    here (nothing is imported but the declaration)."""
+    from geomlens.analyses.registry import declaration
 
-    return ANALYSES.get_registered(result.analysis) if result.analysis in ANALYSES else None
+    try:
+        return declaration(result.analysis)
+    except (KeyError, ImportError):
+        return None
 
 
 def headline_names(result: Result) -> tuple[str, ...] | None:
     """The headline metric names its analysis's specs declare, or None when they declare none."""
-    specs = getattr(_analysis_of(result), "metric_specs", ())
-    names = tuple(spec.name for spec in specs if spec.headline)
+    declared = declaration_of(result)
+    names = declared.headlines() if declared is not None else ()
     return names or None
 
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from geomlens.analyses.declaration import Declaration
 from geomlens.analyses.guards import (
     AT_CHANCE,
     at_chance,
@@ -22,8 +23,9 @@ from geomlens.analyses.guards import (
     resolved_scale,
     within,
 )
+from geomlens.analyses.metric_words import metric_value
+from geomlens.analyses.registry import ANALYSES, register_declaration
 from geomlens.analyses.spec import MetricSpec
-from geomlens.formatting import describe_metrics, metric_value
 from geomlens.results import Result
 
 SITE = "blocks.2.hook_resid_post"
@@ -117,8 +119,11 @@ def test_digit_split_years_are_named_for_a_model_that_splits_them():
 def test_metric_value_reads_the_guard_of_the_results_own_analysis():
     """Two analyses may both name a metric p: each result is guarded by its own analysis's
     spec, so a guard on one never refuses (or lets through) the other's number."""
-    describe_metrics((MetricSpec("p_guarded", guards=(at_chance(0.5),)),), "guarded-one")
-    describe_metrics((MetricSpec("p_guarded"),), "plain-one")
+    guarded_specs = (MetricSpec("p_guarded", guards=(at_chance(0.5),)),)
+    for name, specs in (("guarded-one", guarded_specs), ("plain-one", (MetricSpec("p_guarded"),))):
+        register_declaration(
+            Declaration(name=name, summary="", analysis="never.imported:Class", metrics=specs)
+        )
     metrics = {f"{SITE}.p_guarded": 0.5, f"{SITE}.p_guarded_ci_low": 0.4,
                f"{SITE}.p_guarded_ci_high": 0.6}  # fmt: skip
     guarded = Result("guarded-one", metrics=metrics, provenance={"sites": [SITE]})
@@ -127,6 +132,8 @@ def test_metric_value_reads_the_guard_of_the_results_own_analysis():
     assert metric_value(plain, f"{SITE}.p_guarded") == "0.5"
     assert is_null(metric_value(guarded, f"{SITE}.p_guarded"))
     assert not is_null(metric_value(plain, f"{SITE}.p_guarded"))
+    for name in ("guarded-one", "plain-one"):
+        ANALYSES.remove(name)
 
 
 def test_the_scale_guard_reads_the_range_and_grid_of_the_measured_profile():

@@ -88,14 +88,16 @@ def test_the_builtins_are_the_folders_that_declare_an_analysis():
     folders = sorted(
         p.parent.name
         for p in Path(geomlens.analyses.__file__).parent.glob("*/__init__.py")
-        if "ANALYSIS = " in p.read_text(encoding="utf-8")
+        if "DECLARATION = Declaration(" in p.read_text(encoding="utf-8")
     )
     found = list(walk_builtins())
-    assert sorted(cls.__module__.split(".")[2] for cls in found) == folders
-    assert builtin_analyses() == sorted(cls.name for cls in found)  # the report's run order
-    for cls in found:
-        assert gl.analysis_class(cls.name) is cls
-        for alias in cls.aliases:
+    assert sorted(declared.package.split(".")[2] for declared in found) == folders
+    assert builtin_analyses() == sorted(declared.name for declared in found)  # the run order
+    for declared in found:
+        cls = gl.analysis_class(declared.name)
+        assert cls.declaration == declared and cls.name == declared.name
+        assert cls.Config is declared.config and cls.metric_specs == declared.metrics
+        for alias in declared.aliases:
             assert gl.analysis_class(alias) is cls
     assert gl.analysis_class("stats") is gl.analysis_class("activation_stats")
     assert gl.analysis_class("ssd") is gl.analysis_class("sae_features")

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import geomlens as gl
+from geomlens.analyses.metric_words import metric_value
 from geomlens.analyses.resolution import ResolutionConfig
-from geomlens.formatting import metric_value
 from geomlens.report.readings import read
 
 SITE = "blocks.0.hook_resid_post"

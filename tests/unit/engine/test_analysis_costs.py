@@ -44,7 +44,7 @@ def planted_pair():
     ]
     yield names
     for name in names:
-        ANALYSES._entries.pop(name)
+        ANALYSES.remove(name)
 
 
 def test_each_analysis_reports_its_own_cost(planted_pair):
@@ -91,7 +91,7 @@ def test_setup_time_is_counted_where_it_was_spent():
         activations = {SITE: np.zeros((BATCHES * 8, 4), dtype=np.float32)}
         results = gl.run(["test-cost-slow-setup"], activations, batch_size=8, progress=False)
     finally:
-        ANALYSES._entries.pop("test-cost-slow-setup")
+        ANALYSES.remove("test-cost-slow-setup")
     provenance = results["test-cost-slow-setup"].provenance
     assert provenance["setup_seconds"] >= 3 * SLEEP
     assert provenance["cost_seconds"] >= provenance["setup_seconds"]

@@ -51,7 +51,7 @@ def planted():
     _planted("test-page-plot-draws", plot_fails=False)
     yield
     for name in ("test-page-plot-fails", "test-page-plot-draws"):
-        ANALYSES._entries.pop(name)
+        ANALYSES.remove(name)
 
 
 def _report(folder, names) -> Report:

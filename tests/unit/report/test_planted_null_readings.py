@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import geomlens as gl
-from geomlens.analyses.registry import analysis_class
+from geomlens.analyses.registry import analysis_class, declaration
 from geomlens.report import figures, plan
 from geomlens.report.readings import read
 from geomlens.theory.resolution import REGIMES
@@ -57,7 +57,7 @@ def random_lm_section(smollm2_folder, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GEOMLENS_SAE_CACHE", str(tmp_path_factory.mktemp("sae-cache")))
         patch.setitem(
-            plan.QUICK_OPTIONS,
+            declaration("sae-features").quick,
             "training",
             {"tokens": 1_000, "rows_per_chunk": 64, "passes": 1, "d_sae": 256},
         )

@@ -1,11 +1,30 @@
 """abstraction: the abstraction cosine α of binary concepts across contexts, at every site.
 
-This folder holds everything about the analysis: the class and its options (``analysis.py``),
-its example (``example.py``), its metric specs (``metrics.py``) and its reading
-(``reading.py``); the figure is the class's ``plot``. The registry finds it by ``ANALYSIS``.
+The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
+report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
 """
 
-from .analysis import *  # noqa: F403
-from .analysis import Abstraction
+from geomlens.analyses.declaration import Declaration
+from geomlens.lazy import lazy_attributes
 
-ANALYSIS = Abstraction
+from .config import AbstractionConfig
+from .metrics import METRIC_SPECS
+
+DECLARATION = Declaration(
+    name="abstraction",
+    summary="Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null).",
+    config=AbstractionConfig,
+    default_data=(
+        "The shipped English two-factor concept sets (gender, number, tense, degree, "
+        "animacy-by-colour), each concept in many contexts."
+    ),
+    metrics=METRIC_SPECS,
+    sweep_metrics=("alpha",),
+    quick={"n_bootstrap": 100, "n_shuffles": 20},
+    example=".example:EXAMPLE",
+    reading=".reading:reading",
+    analysis=".analysis:Abstraction",
+)
+
+# The class module's names, imported on first use (the declaration needs no torch).
+__getattr__ = lazy_attributes(__name__, fallback=(".analysis",))

@@ -19,13 +19,11 @@ See docs/abstraction.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from geomlens.analyses.alpha_scores import (
-    DEFAULT_HALF_SPLITS,
     NULLS,
     AlphaDraws,
     TaskRows,
@@ -35,10 +33,8 @@ from geomlens.analyses.alpha_scores import (
     site_null_p95,
     summarise_alpha,
 )
-from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
     ConceptAnalysis,
-    ConceptConfig,
     ConceptState,
     legend_with_styles,
     plot_by_layer,
@@ -49,12 +45,11 @@ from geomlens.analyses.concept_geometry import (
 from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.results import Result
 
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS
-from .reading import reading as read_result
-
 #: Per-task columns averaged into ``<site>.<column>`` (the interval and the null's 95th
 #: percentile are then replaced by those of the site mean: see :func:`site_alpha_metrics`).
+from . import DECLARATION
+from .config import AbstractionConfig
+
 ALPHA_COLUMNS = (
     "alpha",
     "alpha_ci_low",
@@ -67,30 +62,6 @@ ALPHA_COLUMNS = (
 #: Per-task columns of the corrected α averaged into ``<site>.<column>`` over the tasks that
 #: define it (its interval is then replaced by that of the site mean).
 CORRECTED_COLUMNS = ("alpha_corrected", "alpha_corrected_ci_low", "alpha_corrected_ci_high")
-
-
-@dataclass
-class AbstractionConfig(ConceptConfig):
-    n_bootstrap: int = option(
-        1000,
-        "Bootstrap resamples of contexts (and, for a site's mean, of tasks) for the interval; "
-        "tasks with fewer than three contexts get none.",
-        low=0,
-    )
-    n_shuffles: int = option(200, "Label shuffles for the null distribution of α.", low=0)
-    confidence: float = option(0.95, "Confidence level of the bootstrap interval.", low=0, high=1)
-    null: str = option(
-        "within-context",
-        "The null behind alpha_null/alpha_null_p95/alpha_p_value: 'within-context' (the "
-        "concept label shuffled inside each context) or 'across-contexts' (class means dealt "
-        "into random pairs). Both are reported under their own names.",
-        choices=NULLS,
-    )
-    n_half_splits: int = option(
-        DEFAULT_HALF_SPLITS,
-        "Random halvings of every cell averaged into the corrected α (its split-half cosines).",
-        low=1,
-    )
 
 
 def abstraction_draws(
@@ -215,15 +186,9 @@ def abstraction_sites(rows: list[dict]) -> list[dict]:
     return table
 
 
-class Abstraction(ConceptAnalysis):
+class Abstraction(ConceptAnalysis, declaration=DECLARATION):
     """Abstraction cosine α of binary concepts across contexts (bootstrap CI, shuffle null)."""
 
-    name = "abstraction"
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = AbstractionConfig
     config: AbstractionConfig
 
     #: The corrected α halves each cell's rows and the row-level null reshuffles them.

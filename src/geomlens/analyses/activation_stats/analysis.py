@@ -7,44 +7,22 @@ real (non-padding) token, or over pooled examples when ``pooling`` is set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
+from geomlens.analyses.base import Analysis, Batch
 from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 from geomlens.stats import StreamingMoments
 
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS
-from .reading import reading as read_result
+from . import DECLARATION
+from .config import ActivationStatsConfig
 
 
-@dataclass
-class ActivationStatsConfig(AnalysisConfig):
-    site: str | list[str] | None = option(
-        None, "Site(s) to summarise; default: every blocks.{L}.hook_resid_post of the model."
-    )
-    pooling: str | None = option(
-        None, "None: every real token is a row; or 'mean' / 'last' / 'first' / 'span' per example."
-    )
-    dead_threshold: float = option(
-        0.0, "A unit is dead when its activation never exceeds this value on any row."
-    )
-
-
-class ActivationStats(Analysis):
+class ActivationStats(Analysis, declaration=DECLARATION):
     """Streaming per-dimension moments at each site."""
 
-    name = "activation-stats"
-    aliases = ("activation_stats", "stats")
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = ActivationStatsConfig
     config: ActivationStatsConfig
 
     def __init__(self, config: ActivationStatsConfig | None = None, **overrides: Any) -> None:

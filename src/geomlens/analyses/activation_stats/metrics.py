@@ -8,4 +8,5 @@ METRIC_SPECS: tuple[M, ...] = (
     M("mean_norm", "mean token norm", headline=True),
     M("mean_variance", "mean variance per dimension", headline=True),
     M("dead_fraction", "share of never-positive dimensions", headline=True),
+    M("rows", "rows", "rows"),
 )

@@ -1,11 +1,29 @@
 """ccgp: cross-condition generalisation of linear concept probes, beside within-context accuracy.
 
-This folder holds everything about the analysis: the class and its options (``analysis.py``),
-its example (``example.py``), its metric specs (``metrics.py``) and its reading
-(``reading.py``); the figure is the class's ``plot``. The registry finds it by ``ANALYSIS``.
+The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
+report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
 """
 
-from .analysis import *  # noqa: F403
-from .analysis import CCGP
+from geomlens.analyses.declaration import Declaration
+from geomlens.lazy import lazy_attributes
 
-ANALYSIS = CCGP
+from .config import CCGPConfig
+from .metrics import METRIC_SPECS
+
+DECLARATION = Declaration(
+    name="ccgp",
+    summary="Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy.",
+    config=CCGPConfig,
+    default_data=(
+        "The shipped English two-factor concept sets (gender, number, tense, degree, "
+        "animacy-by-colour), each concept in many contexts."
+    ),
+    metrics=METRIC_SPECS,
+    sweep_metrics=("ccgp", "within_context_accuracy"),
+    example=".example:EXAMPLE",
+    reading=".reading:reading",
+    analysis=".analysis:CCGP",
+)
+
+# The class module's names, imported on first use (the declaration needs no torch).
+__getattr__ = lazy_attributes(__name__, fallback=(".analysis",))

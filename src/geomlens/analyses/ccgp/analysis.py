@@ -17,15 +17,12 @@ See docs/abstraction.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.base import option
 from geomlens.analyses.concept_geometry import (
     ConceptAnalysis,
-    ConceptConfig,
     ConceptState,
     legend_with_styles,
     plot_by_layer,
@@ -36,9 +33,8 @@ from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.probe_scores import ccgp_scores
 from geomlens.results import Result
 
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS
-from .reading import reading as read_result
+from . import DECLARATION
+from .config import CCGPConfig
 
 CCGP_COLUMNS = ("ccgp", "within_context_accuracy", "mixed_context_accuracy")
 
@@ -57,20 +53,6 @@ def site_ccgp_metrics(per_task: list[dict]) -> dict[str, float]:
         ]
         metrics[f"{site}.ccgp_within_tasks"] = float(np.mean(matched)) if matched else np.nan
     return metrics
-
-
-@dataclass
-class CCGPConfig(ConceptConfig):
-    max_splits: int = option(
-        0,
-        "0 (default): leave one context out exactly. N > 0: past N contexts, hold contexts out "
-        "in N groups instead (faster; recorded as split_scheme / n_splits).",
-        low=0,
-    )
-    folds: int = option(
-        5, "Folds of the cross-validation inside each context (and of the mixed one).", low=2
-    )
-    inverse_regularisation: float = option(1.0, "C of the logistic-regression probe.")
 
 
 def ccgp_tables(
@@ -118,15 +100,9 @@ def plot_ccgp(axis: Any, rows: list[dict]) -> None:
     axis.set_ylabel("probe accuracy")
 
 
-class CCGP(ConceptAnalysis):
+class CCGP(ConceptAnalysis, declaration=DECLARATION):
     """Cross-condition generalisation (CCGP) of linear concept probes, and within-context accuracy."""
 
-    name = "ccgp"
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = CCGPConfig
     config: CCGPConfig
 
     keeps_rows = True

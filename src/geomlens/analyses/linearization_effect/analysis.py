@@ -13,24 +13,21 @@ cannot change and are measured once. See docs/abstraction.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from geomlens.analyses.abstraction import (
-    AbstractionConfig,
+from geomlens.analyses.abstraction.analysis import (
     abstraction_draws,
     comparable_tasks,
     site_alpha_metrics,
 )
 from geomlens.analyses.alpha_scores import AlphaDraws, site_mean_interval
-from geomlens.analyses.base import Analysis, Batch, RunContext, option
-from geomlens.analyses.ccgp import (
+from geomlens.analyses.base import Analysis, Batch, RunContext
+from geomlens.analyses.ccgp.analysis import (
     CCGP_COLUMNS,
-    CCGPConfig,
     ccgp_tables,
     plot_ccgp,
     site_ccgp_metrics,
@@ -58,22 +55,11 @@ from geomlens.models.sites import NEXT_TOKEN_SITE
 from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS, loss_above_uniform
-from .reading import reading as read_result
+from . import DECLARATION
+from .config import LinearizationEffectConfig
+from .metrics import loss_above_uniform
 
 CONDITIONS = ("base", "linearized")
-
-
-@dataclass
-class LinearizationEffectConfig(AbstractionConfig, CCGPConfig):
-    layers: list[int] | None = option(
-        None, "Layers whose MLP activation is linearised; default: the penultimate layer."
-    )
-    mode: str = option("identity", "'identity' (φ(x) → x) or 'tangent' (expansion at mean x₀).")
-    calibration_texts: int = option(
-        64, "For mode='tangent': paragraphs of the bundled English corpus that give x₀."
-    )
 
 
 def _affected(site: str, first_layer: int) -> bool:
@@ -96,16 +82,9 @@ def _next_token_loss(log_probs: torch.Tensor, batch: Batch) -> tuple[torch.Tenso
     return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
-class LinearizationEffect(Analysis):
+class LinearizationEffect(Analysis, declaration=DECLARATION):
     """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
 
-    name = "linearization-effect"
-    aliases = ("linearization_effect",)
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = LinearizationEffectConfig
     config: LinearizationEffectConfig
 
     def __init__(self, config: LinearizationEffectConfig | None = None, **overrides: Any) -> None:

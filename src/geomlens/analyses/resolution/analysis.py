@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.base import option
 from geomlens.analyses.profile_fits import (
     FAMILIES,
     HALF_WIDTH,
@@ -40,9 +39,8 @@ from geomlens.analyses.profile_fits import (
     fitted_g,
     measured_half_width,
 )
-from geomlens.analyses.similarity import (
+from geomlens.analyses.similarity.analysis import (
     Similarity,
-    SimilarityConfig,
     SiteSimilarity,
     across_text_metrics,
     binned_pairs,
@@ -55,10 +53,6 @@ from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
 from geomlens.theory.finite_sets import evaluate
-
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS
-from .reading import reading as read_result
 
 __all__ = [
     "FAMILIES",
@@ -76,6 +70,9 @@ __all__ = [
 
 # Noise levels whose fronts (Theorem 2) are drawn beside the universal one: the same in every
 # figure of the (p_S, p_I) plane.
+from . import DECLARATION
+from .config import ResolutionConfig
+
 NOISE_CURVES = theory.NOISE_CURVES
 # What the scale describes: a sentence every result carries (table ``scale_depends_on``).
 SCALE_NOTE = (
@@ -255,61 +252,13 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
     return bool(p_i > np.interp(p_s, upper.p_s[branch], upper.p_i[branch]))
 
 
-@dataclass
-class ResolutionConfig(SimilarityConfig):
-    bootstrap: int = option(
-        1000,
-        "Bootstrap resamples of the stimuli for the ε, half-width and Δ intervals (each "
-        "interval end is reported with its Monte-Carlo error).",
-        low=0,
-    )
-    confidence: float = option(0.95, "Coverage of the bootstrap intervals.", low=0, high=1)
-    draws: str = option(
-        "independent",
-        "Trials for the (p_S, p_I) numbers: 'independent' (the theory) or 'distinct' stimuli "
-        "(the paper's experiments).",
-    )
-    choice: str = option(
-        "expected", "'expected' Luce accuracy, or 'sampled' choices (seeded Monte Carlo)."
-    )
-    samples: int = option(200_000, "Monte-Carlo trials when exact enumeration is too large.", low=1)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.mode != "representational":
-            raise ValueError(
-                "resolution fits representational similarity; for choice-based g(d) run "
-                "'similarity' with mode='behavioural'."
-            )
-        if self.similarity == "negative-distance":
-            raise ValueError(
-                "resolution needs a similarity with g(0) = 1: use 'centred-cosine' or 'cosine'."
-            )
-        if self.draws not in ("independent", "distinct") or self.choice not in (
-            "expected",
-            "sampled",
-        ):
-            raise ValueError(
-                "draws must be 'independent' or 'distinct' and choice 'expected' or 'sampled'; "
-                f"got {self.draws!r}, {self.choice!r}."
-            )
-        if not 0 < self.confidence < 1 or self.bootstrap < 0:
-            raise ValueError("confidence must be in (0, 1) and bootstrap >= 0.")
-
-
-class Resolution(Similarity):
+class Resolution(Similarity, declaration=DECLARATION):
     """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
 
     Families: step, linear, exponential, Gaussian; the empirical and the fitted g's (p_S, p_I)
     are placed against the universal front (see the module docstring).
     """
 
-    name = "resolution"
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = ResolutionConfig
     config: ResolutionConfig
 
     def finalize(self) -> Result:

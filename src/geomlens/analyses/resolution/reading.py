@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from geomlens.analyses.metric_words import metric_value
 from geomlens.analyses.reading_words import (
     across_texts_words,
     layer_label,
@@ -16,7 +17,7 @@ from geomlens.analyses.reading_words import (
     per_site,
     share_percent,
 )
-from geomlens.formatting import distance_unit, metric_value, quantity
+from geomlens.formatting import distance_unit, quantity
 from geomlens.results import Result
 
 

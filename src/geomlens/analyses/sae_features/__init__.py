@@ -11,21 +11,36 @@ LMs (through the ``logits`` site), or an output-space fidelity on encoders (1 �
 final hidden states, named in the result). A feature-shuffle ablation permutes latent indices
 before decoding (same L0, broken semantics). docs/sae.md gives every formula.
 
-This folder holds everything about the analysis (the class, its options, example, metric specs,
-reading and figure); the registry finds it by ``ANALYSIS``.
+The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
+report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
 """
 
-# Each submodule's ``__all__`` names what it contributes here: one list per name, no copy to drift.
-from geomlens.analyses.sae_features import analysis, config, counting, splicing
-from geomlens.analyses.sae_features.analysis import *  # noqa: F403
-from geomlens.analyses.sae_features.config import *  # noqa: F403
-from geomlens.analyses.sae_features.counting import *  # noqa: F403
-from geomlens.analyses.sae_features.splicing import *  # noqa: F403
+from geomlens.analyses.declaration import Declaration
+from geomlens.lazy import lazy_attributes
 
-__all__: list[str] = []
-__all__ += analysis.__all__
-__all__ += config.__all__
-__all__ += counting.__all__
-__all__ += splicing.__all__
+from .config import SAEFeaturesConfig
+from .metrics import METRIC_SPECS
 
-ANALYSIS = SAEFeatures  # noqa: F405
+DECLARATION = Declaration(
+    name="sae-features",
+    aliases=("sae_features", "ssd"),
+    summary=(
+        "SAE active counts k, pool P and SSD, pool mismatch η̂, ε̂_loss, the SSD bound, OOD AUROC."
+    ),
+    config=SAEFeaturesConfig,
+    default_data=(
+        "Calibration and held-out English (disjoint parts of the bundled corpus) and three OOD "
+        "sets as long as the held-out set, row for row: uniform random token ids and 15 % "
+        "replaced tokens (made from the held-out rows, each paired with its source row), and "
+        "Python standard-library source cut to the held-out lengths."
+    ),
+    metrics=METRIC_SPECS,
+    # A small SAE: 5,000 tokens (reading through the model stops there).
+    quick={"training": {"tokens": 5_000}},
+    example=".example:EXAMPLE",
+    reading=".reading:reading",
+    analysis=".analysis:SAEFeatures",
+)
+
+# Each submodule's ``__all__`` names what it lends here, imported on first use.
+__getattr__ = lazy_attributes(__name__, fallback=(".analysis", ".config", ".counting", ".splicing"))

@@ -24,11 +24,8 @@ from geomlens.analyses.sae_features.config import (
     check_latents,
 )
 from geomlens.analyses.sae_features.counting import ConditionStats, SiteState, count_active
-from geomlens.analyses.sae_features.example import EXAMPLE
-from geomlens.analyses.sae_features.metrics import METRIC_SPECS
 from geomlens.analyses.sae_features.plots import plot_sae_features
 from geomlens.analyses.sae_features.provisioning import default_sae, default_site
-from geomlens.analyses.sae_features.reading import reading as read_result
 from geomlens.analyses.sae_features.splicing import (
     cosine_distance_per_sequence,
     reconstruct,
@@ -44,18 +41,12 @@ from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 
 __all__ = ["SAEFeatures"]
+from . import DECLARATION
 
 
-class SAEFeatures(Analysis):
+class SAEFeatures(Analysis, declaration=DECLARATION):
     """SAE active counts k, pool P and SSD, pool mismatch η̂, ε̂_loss, the SSD bound, OOD AUROC."""
 
-    name = "sae-features"
-    aliases = ("sae_features", "ssd")
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = SAEFeaturesConfig
     config: SAEFeaturesConfig
 
     def __init__(self, config: SAEFeaturesConfig | None = None, **overrides: Any) -> None:

@@ -6,8 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from geomlens.analyses.base import AnalysisConfig, option
-from geomlens.inputs.content_tokens import SINK_NORM_RATIO
+from geomlens.analyses.declaration import AnalysisConfig, option
+from geomlens.run_defaults import SINK_NORM_RATIO
 
 #: What ``geomlens.analyses.sae_features`` re-exports from here (the checks stay internal).
 __all__ = [

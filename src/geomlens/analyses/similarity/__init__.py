@@ -1,11 +1,29 @@
 """similarity: a model's similarity function g(d) over a stimulus space (docs/similarity.md).
 
-This folder holds everything about the analysis: the class and its options (``analysis.py``),
-its example (``example.py``), its metric specs (``metrics.py``) and its reading
-(``reading.py``); the figure is the class's ``plot``. The registry finds it by ``ANALYSIS``.
+The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
+report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
 """
 
-from .analysis import *  # noqa: F403
-from .analysis import Similarity
+from geomlens.analyses.declaration import Declaration
+from geomlens.lazy import lazy_attributes
 
-ANALYSIS = Similarity
+from .config import SimilarityConfig
+from .metrics import METRIC_SPECS
+
+DECLARATION = Declaration(
+    name="similarity",
+    summary="The similarity function g(d) of a model's representations (or choices) over stimuli.",
+    config=SimilarityConfig,
+    default_data=(
+        "Every year 1901–2000 in three templates (300 texts); behavioural: the shipped choice "
+        "set the choice-set option names (see docs/similarity.md)."
+    ),
+    metrics=METRIC_SPECS,
+    sweep_metrics=("g_first_bin",),
+    example=".example:EXAMPLE",
+    reading=".reading:reading",
+    analysis=".analysis:Similarity",
+)
+
+# The class module's names, imported on first use (the declaration needs no torch).
+__getattr__ = lazy_attributes(__name__, fallback=(".analysis",))

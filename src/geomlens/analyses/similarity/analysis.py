@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
-from geomlens.analyses.choices import LOGITS_SITE, MAX_DISTINCT_BINS, ChoiceRecords
+from geomlens.analyses.base import Analysis, Batch
+from geomlens.analyses.choices import LOGITS_SITE, ChoiceRecords
 from geomlens.analyses.duplicates import refuse_duplicates
 from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
-from geomlens.data.choice_sets import CHOICE_SETS, shipped_choice_set
+from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
 from geomlens.formatting import distance_unit
@@ -37,71 +37,8 @@ from geomlens.models.adapter import Adapter
 from geomlens.models.sites import LAST_LOGITS_SITE
 from geomlens.results import Result
 
-from .example import EXAMPLE
-from .metrics import METRIC_SPECS
-from .reading import reading as read_result
-
-SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
-MODES = ("representational", "behavioural")
-DEFAULT_BINS = 40
-
-
-@dataclass
-class SimilarityConfig(AnalysisConfig):
-    site: str | list[str] | None = option(
-        None, "Site(s); default: every blocks.{L}.hook_resid_post (behavioural: 'logits')."
-    )
-    pooling: str | None = option(
-        None,
-        "'span' / 'mean' / 'last' / 'first'; default: 'span' when texts mark a [[word]], "
-        "else 'mean'.",
-    )
-    similarity: str = option(
-        "centred-cosine",
-        "'centred-cosine' (stimulus-set mean subtracted), 'cosine' or 'negative-distance'.",
-    )
-    metric: str | None = option(
-        None,
-        "Stimulus metric: 'absolute', 'circular:PERIOD', 'euclidean' (default: the data's "
-        "'metric' column, else absolute for numbers and euclidean for coordinate lists).",
-    )
-    bins: int | None = option(
-        None,
-        f"Distance bins of g(d); default: one per distinct distance (up to {MAX_DISTINCT_BINS}), "
-        f"else {DEFAULT_BINS} equal-width bins.",
-    )
-    full_matrix: bool = option(False, "Also return the stimulus similarity matrix as a table.")
-    mode: str = option(
-        "representational",
-        "'representational' (pooled activations) or 'behavioural' (option logits of "
-        "multiple-choice prompts; needs a model with an LM head).",
-    )
-    first_token: bool = option(
-        False,
-        "Behavioural: score an option that is several tokens by its first token (otherwise "
-        "such options are refused).",
-    )
-    choice_set: str = option(
-        "years",
-        "Behavioural, without data: the shipped choice set, 'years' (1500-2000, options "
-        "labelled A, B, ...) or 'months' (month names, single tokens).",
-        choices=tuple(CHOICE_SETS),
-    )
-    chat_template: bool | None = option(
-        None,
-        "Behavioural, without data: ask in the tokenizer's chat template (default: when it "
-        "has one, i.e. for instruct models).",
-    )
-
-    def __post_init__(self) -> None:
-        if self.similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {SIMILARITIES}; got {self.similarity!r}.")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}; got {self.mode!r}.")
-        if self.metric is not None:
-            parse_metric(self.metric)
-        if self.bins is not None and (not isinstance(self.bins, int) or self.bins < 1):
-            raise ValueError(f"bins must be a positive integer or None; got {self.bins!r}.")
+from . import DECLARATION
+from .config import DEFAULT_BINS, MAX_DISTINCT_BINS, SimilarityConfig
 
 
 @dataclass
@@ -118,15 +55,9 @@ class SiteSimilarity:
     across_texts: AcrossTexts | None = None
 
 
-class Similarity(Analysis):
+class Similarity(Analysis, declaration=DECLARATION):
     """The similarity function g(d) of a model's representations (or choices) over stimuli."""
 
-    name = "similarity"
-    example = EXAMPLE
-    metric_specs = METRIC_SPECS
-    reading = staticmethod(read_result)
-
-    Config = SimilarityConfig
     config: SimilarityConfig
 
     def __init__(self, config: SimilarityConfig | None = None, **overrides: Any) -> None:

@@ -19,6 +19,7 @@ METRIC_SPECS: tuple[M, ...] = (
     M("g_nearest", "g at the nearest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("g_farthest", "g at the farthest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("zero_crossing", "first distance where g < 0", "distance", headline=True),
+    M("stimuli", "stimuli", "stimuli"),
     M("p_similarity", "similarity accuracy p_S (choices, 2 candidates)", guards=(AT_CHANCE_N2,)),
     M(
         "p_identification",

@@ -1,0 +1,115 @@
+"""A metric in words, with its unit, through its guards: read from the analyses' declarations.
+
+Every metric is ``<site>.<name>`` (or a bare ``<name>``). Its words, unit, format and guards
+belong to the metric spec in its analysis's declaration (see
+:mod:`geomlens.analyses.declaration`); this module only reads them, so a new analysis's metrics
+are written in words the moment its folder exists, and nothing here lists any analysis's
+metrics. What no single spec says: the endings that qualify a base metric
+(``alpha_ci_low``, ``ccgp_base``, ``mean_k.random_tokens``) and timings (``*_seconds``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from geomlens.analyses.spec import MetricSpec
+from geomlens.formatting import distance_unit, human_name, layer_label, quantity, split_metric
+
+__all__ = ["METRIC_SUFFIXES", "metric_label", "metric_name", "metric_spec", "metric_unit",
+           "metric_value"]  # fmt: skip
+
+#: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
+METRIC_SUFFIXES: dict[str, str] = {
+    "_ci_low": "95 % interval, low end",
+    "_ci_high": "95 % interval, high end",
+    "_null_p95": "shuffled-label null, 95th percentile",
+    "_null": "shuffled-label null",
+    "_theory": "theory's value",
+    "_base": "original model",
+    "_linearized": "MLP linearised",
+}
+
+
+def _declared_specs(analysis: str = "") -> list[MetricSpec]:
+    """The specs of ``analysis`` first (two analyses may both have a ``p_similarity`` with
+    different guards), then every registered analysis's in name order."""
+    from geomlens.analyses.registry import declaration, declarations
+
+    own: list[MetricSpec] = []
+    if analysis:
+        try:
+            own = list(declaration(analysis).metrics)
+        except (KeyError, ImportError):  # not installed here: the others' words still serve
+            own = []
+    return own + [spec for declared in declarations() for spec in declared.metrics]
+
+
+def metric_spec(name: str, analysis: str = "") -> MetricSpec | None:
+    """The spec of metric ``name`` (after the site): ``analysis``'s own, else the first
+    registered analysis's of that name."""
+    return next((spec for spec in _declared_specs(analysis) if spec.name == name), None)
+
+
+def _declared(name: str, attribute: str, analysis: str = "") -> str:
+    """The first non-empty ``words`` / ``unit`` a spec of ``name`` declares."""
+    specs = _declared_specs(analysis)
+    return next(
+        (getattr(s, attribute) for s in specs if s.name == name and getattr(s, attribute)), ""
+    )
+
+
+def metric_name(name: str, analysis: str = "") -> str:
+    """A metric name (after the site) in words: ``alpha_ci_low`` → "abstraction α, 95 %
+    interval, low end"; ``mean_k.random_tokens`` → "mean active latents k, random tokens"."""
+    words = _declared(name, "words", analysis)
+    if words:
+        return words
+    head, _, condition = name.partition(".")
+    if condition:
+        return f"{metric_name(head, analysis)}, {human_name(condition)}"
+    for suffix in sorted(METRIC_SUFFIXES, key=len, reverse=True):
+        # alpha_ci_high_base: the condition ending first, then the qualifier before it
+        if head.endswith(suffix) and len(head) > len(suffix):
+            return f"{metric_name(head[: -len(suffix)], analysis)}, {METRIC_SUFFIXES[suffix]}"
+    return head.replace("_", " ")
+
+
+def metric_label(key: str, sites: Any = None, analysis: str = "") -> str:
+    """A metric key in words: ``blocks.3.hook_resid_post.auroc.random_tokens`` →
+    ``layer 3, residual stream after the block: AUROC, random tokens``."""
+    site, name = split_metric(key, sites)
+    words = metric_name(name, analysis)
+    return f"{layer_label(site)}: {words}" if site else words
+
+
+def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
+    """The unit of metric ``key`` (``""`` for a ratio, a probability or a cosine)."""
+    _, name = split_metric(key, sites)
+    head = name.partition(".")[0]
+    for suffix in ("_base", "_linearized"):
+        head = head.removesuffix(suffix)
+    analysis = str(getattr(result, "analysis", "") or "")
+    unit = _declared(name, "unit", analysis) or _declared(head, "unit", analysis)
+    if unit == "distance":
+        return distance_unit(result) if result is not None else ""
+    if name.endswith("_seconds"):
+        return "s"
+    return unit
+
+
+def metric_value(result: Any, key: str, digits: int = 3) -> str:
+    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``),
+    as its metric spec's ``format`` writes it; when a guard of the spec refuses the number, the
+    guard's words ("at chance") instead."""
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    value = result.metrics.get(key, math.nan)
+    name = split_metric(key, sites)[1]
+    spec = metric_spec(name, str(getattr(result, "analysis", "") or ""))
+    if spec is not None:
+        refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
+        if refused is not None:
+            return refused
+        if spec.format is not None:  # the metric's spec says how it is written
+            return str(spec.format(value))
+    return quantity(value, metric_unit(key, result, sites), digits)
