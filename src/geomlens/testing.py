@@ -5,6 +5,12 @@ engine will and checks what every analysis must give. Each property is a named :
 (:data:`CHECKS`, in this order):
 
 - ``merge``: the halves of the data, run apart and merged, give the one pass's result;
+- ``merge-three-parts``: three parts merged as ``(a+b)+c`` and as ``a+(b+c)`` give it too;
+- ``merge-empty``: merging a fresh instance (set up, never updated), either way round, changes
+  nothing;
+- ``merge-leaves-other``: ``a.merge(b)`` leaves ``b``'s ``state_dict`` as it was;
+- ``merge-checks-config``: ``merge`` refuses (``ValueError``) an instance of another config;
+- ``finalize-twice``: ``finalize`` leaves the state as it was and gives one result twice;
 - ``state``: ``state_dict`` survives a checkpoint's round trip (``torch.save`` bytes) and a run
   resumed from it gives the one pass's result;
 - ``no-batch-tensor-kept``: no activation or input tensor of a batch outlives the batch because
@@ -28,14 +34,15 @@ A check that cannot run says why (:class:`CheckSkipped`: e.g. no second backend 
 processes where ``fork`` does not exist). Three ways in:
 
 - ``check_analysis(analysis, adapter, data)`` runs every check and raises
-  :class:`AnalysisContractError` listing every one that failed; it returns the names of the
-  checks passed (skipped ones are left out);
+  :class:`AnalysisContractError` listing every one that failed (a check that raises anything
+  is that check's failure; the others still run); it returns the names of the checks passed
+  (skipped ones are left out);
 - ``analysis_checks(...)`` yields ``(check, subject)`` pairs to run one by one;
 - ``parametrize_with_checks(analyses, make_adapter)`` makes one pytest test per analysis and
   check (ids ``<analysis>-<check>``), running each analysis on its ``example``; a skip carries
   its reason.
 
-Give the checks a small data set (a few batches): together they make about fifteen passes.
+Give the checks a small data set (a few batches): together they make about twenty passes.
 One comparator says whether two results are the same: :func:`first_difference` (and
 :func:`assert_same_results`, which raises with it).
 """
@@ -43,6 +50,7 @@ One comparator says whether two results are the same: :func:`first_difference` (
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import json
@@ -87,7 +95,15 @@ HOST_READS = ("cpu", "numpy", "item", "tolist", "__float__", "__int__", "__bool_
 
 
 class AnalysisContractError(AssertionError):
-    """An analysis broke the contract; the message has one line per failed check."""
+    """An analysis broke the contract; the message has one line per failed check. From
+    :func:`check_analysis`, ``failed`` and ``passed`` name the checks failed and passed."""
+
+    def __init__(
+        self, message: str, *, failed: Iterable[str] = (), passed: Iterable[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
+        self.passed = list(passed)
 
 
 class CheckSkipped(Exception):
@@ -123,8 +139,18 @@ class Subject:
 
     def halves(self) -> tuple[np.ndarray, np.ndarray]:
         """Two halves that split between batches (each half forms the one pass's batches)."""
-        half = max(1, (self.rows // self.batch_size) // 2) * self.batch_size
-        return np.arange(half), np.arange(half, self.rows)
+        first, second = self.parts(2)
+        return first, second
+
+    def parts(self, count: int) -> list[np.ndarray]:
+        """``count`` consecutive parts of the rows that split between batches (each part forms
+        the one pass's batches); :class:`CheckSkipped` when the data makes too few batches."""
+        batches = self.rows // self.batch_size
+        ends = [max(i, (i * batches) // count) * self.batch_size for i in range(1, count)]
+        if ends and ends[-1] >= self.rows:
+            raise CheckSkipped(f"the data makes fewer than {count} batches to split it into")
+        bounds = [0, *ends, self.rows]
+        return [np.arange(start, end) for start, end in zip(bounds, bounds[1:])]
 
     def run(self, adapter: Adapter | None = None, data: Any = None, **more: Any) -> Result:
         """One ``gl.run`` of a fresh instance (the global generators seeded as gl.run does)."""
@@ -184,6 +210,152 @@ def _check_state(subject: Subject) -> None:
     resumed.load_state_dict(from_bytes(to_bytes(saved.state_dict()), subject.adapter.device))
     subject.feed(resumed, second)
     subject.same("state", "a run resumed from state_dict", resumed.finalize(), MERGE_TOLERANCE)
+
+
+def _state_difference(got: Any, expected: Any, where: str = "state") -> str | None:
+    """Where two states (``state_dict`` values, compared deep, tensors and arrays by value, NaN
+    equal to NaN) differ, or None when they are the same."""
+    if isinstance(expected, torch.Tensor) or isinstance(got, torch.Tensor):
+        same = (isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor)
+                and got.dtype == expected.dtype and got.shape == expected.shape
+                and bool(torch.eq(got.cpu(), expected.cpu()).logical_or(
+                    got.cpu().isnan() & expected.cpu().isnan()).all()))  # fmt: skip
+        return None if same else f"{where} (a tensor)"
+    if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
+        numeric = isinstance(got, np.ndarray) and got.dtype.kind in "fc"
+        same = np.array_equal(got, expected, equal_nan=numeric)
+        return None if same else f"{where} (an array)"
+    if type(got) is not type(expected):
+        return f"{where} ({type(expected).__name__} became {type(got).__name__})"
+    if isinstance(expected, Mapping):
+        if set(got) != set(expected):
+            return f"{where} (keys {sorted(map(str, set(got) ^ set(expected)))})"
+        found = (_state_difference(got[k], expected[k], f"{where}[{k!r}]") for k in expected)
+        return next((problem for problem in found if problem), None)
+    if isinstance(expected, (list, tuple)):
+        if len(got) != len(expected):
+            return f"{where} (length {len(expected)} became {len(got)})"
+        found = (_state_difference(a, b, f"{where}[{i}]") for i, (a, b) in
+                 enumerate(zip(got, expected)))  # fmt: skip
+        return next((problem for problem in found if problem), None)
+    if hasattr(expected, "__dict__") and not isinstance(expected, type):
+        return _state_difference(vars(got), vars(expected), f"{where}.{type(expected).__name__}")
+    if isinstance(expected, float) and math.isnan(expected):
+        return None if math.isnan(got) else f"{where} (NaN became {got!r})"
+    return None if got == expected else f"{where} ({expected!r} became {got!r})"
+
+
+def _state_copy(instance: Analysis) -> Any:
+    return copy.deepcopy(instance.state_dict())
+
+
+def _check_finalize_twice(subject: Subject) -> None:
+    instance = subject.feed(subject.make())
+    before = _state_copy(instance)
+    first = instance.finalize()
+    problems = []
+    changed = _state_difference(instance.state_dict(), before)
+    if changed:
+        problems.append(f"finalize() changed the state at {changed}")
+    try:
+        second = instance.finalize()
+    except Exception as error:
+        problems.append(f"a second finalize() raised {type(error).__name__}: {error}")
+    else:
+        differs = first_difference(second, first, DETERMINISM_TOLERANCE)
+        if differs:
+            problems.append(f"a second finalize() gives another result: {differs}")
+    if problems:
+        raise AnalysisContractError(
+            "finalize-twice: " + "; ".join(problems) + " (finalize must read the state, never "
+            "change it)."
+        )
+
+
+def _check_merge_leaves_other(subject: Subject) -> None:
+    first, second = subject.halves()
+    merged = subject.feed(subject.make(), first)
+    other = subject.feed(subject.make(), second)
+    before = _state_copy(other)
+    merged.merge(other)
+    changed = _state_difference(other.state_dict(), before)
+    if changed:
+        raise AnalysisContractError(
+            f"merge-leaves-other: merge(other) changed the other instance's state at {changed}; "
+            "merge must only read other."
+        )
+
+
+def _check_merge_three_parts(subject: Subject) -> None:
+    for grouping in ("(a+b)+c", "a+(b+c)"):
+        a, b, c = (subject.feed(subject.make(), part) for part in subject.parts(3))
+        if grouping == "(a+b)+c":
+            a.merge(b)
+            a.merge(c)
+        else:
+            b.merge(c)
+            a.merge(b)
+        subject.same("merge-three-parts", f"three parts merged as {grouping}", a.finalize(),
+                     MERGE_TOLERANCE)  # fmt: skip
+
+
+def _check_merge_empty(subject: Subject) -> None:
+    for direction in ("full.merge(empty)", "empty.merge(full)"):
+        full = subject.feed(subject.make())
+        empty = subject.make()
+        assert full.context is not None  # the pass set it up
+        empty.setup(full.context)
+        merged, other = (full, empty) if direction.startswith("full") else (empty, full)
+        merged.merge(other)
+        subject.same("merge-empty", f"{direction} (empty: set up, never updated)",
+                     merged.finalize(), MERGE_TOLERANCE)  # fmt: skip
+
+
+def _other_values(value: Any, choices: Iterable[Any] | None) -> list[Any]:
+    """Other values an option might take, to try in turn."""
+    if choices:
+        return [choice for choice in choices if choice != value]
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, value - 1]
+    if isinstance(value, float):
+        return [v for v in (value / 2, value * 2, 0.5) if v != value]
+    return []
+
+
+def _other_config(subject: Subject, context: Any) -> tuple[Analysis, str]:
+    """An instance, set up, whose config differs in one option, and that option."""
+    config = subject.make().config
+    for option in dataclasses.fields(config):
+        if not option.compare:
+            continue
+        for value in _other_values(getattr(config, option.name), option.metadata.get("choices")):
+            with contextlib.suppress(Exception):  # a value the analysis refuses: the next one
+                other = subject.cls(dataclasses.replace(config, **{option.name: value}))
+                other.setup(context)
+                if other.config != config:
+                    return other, f"{option.name}={value!r}"
+    raise CheckSkipped("no option of the config takes another value here (no other config)")
+
+
+def _check_merge_checks_config(subject: Subject) -> None:
+    mine = subject.feed(subject.make(), subject.halves()[0])
+    other, option = _other_config(subject, mine.context)
+    try:
+        mine.merge(other)
+    except ValueError:
+        return
+    except Exception as error:
+        raise AnalysisContractError(
+            f"merge-checks-config: merging an instance with another config ({option}) raised "
+            f"{type(error).__name__}: {error}, not ValueError; call self._check_mergeable(other) "
+            "first in merge()."
+        ) from error
+    raise AnalysisContractError(
+        f"merge-checks-config: merge() took an instance with another config ({option}); call "
+        "self._check_mergeable(other) first in merge()."
+    )
 
 
 def _watched_run(subject: Subject) -> tuple[Analysis, list[StorageWeakRef]]:
@@ -508,6 +680,13 @@ def _check_cross_backend(subject: Subject) -> None:
 #: Every check, in the order they run.
 CHECKS: tuple[Check, ...] = (
     Check("merge", "two halves merged give one pass", _check_merge),
+    Check("merge-three-parts", "(a+b)+c and a+(b+c) give one pass", _check_merge_three_parts),
+    Check("merge-empty", "merging a fresh instance changes nothing", _check_merge_empty),
+    Check("merge-leaves-other", "merge leaves the other state as it was",
+          _check_merge_leaves_other),
+    Check("merge-checks-config", "merge refuses another config", _check_merge_checks_config),
+    Check("finalize-twice", "finalize twice: one result, the state as it was",
+          _check_finalize_twice),
     Check("state", "state_dict round-trips and resumes", _check_state),
     Check("no-batch-tensor-kept", "no batch tensor outlives its batch", _check_no_batch_tensor_kept),
     Check("no-host-read-per-batch", "update reads nothing back to the host",
@@ -542,18 +721,15 @@ def _maker(
 
 
 def make_subject(
-    analysis: Analysis | type[Analysis],
+    make: Callable[[], Analysis],
     adapter: Adapter,
     data: Any,
-    *,
-    batch_size: int | None = None,
+    batch_size: int | None,
     seed: int = 0,
     other_backends: Mapping[str, Adapter] | None = None,
-    options: Mapping[str, Any] | None = None,
 ) -> Subject:
-    """A :class:`Subject` (data prepared and sized); ``batch_size`` defaults to a quarter of the
-    rows, so that each half is whole batches."""
-    make = _maker(analysis, options or {})
+    """A :class:`Subject` of the instances ``make`` makes (data prepared and sized);
+    ``batch_size`` defaults to a quarter of the rows, so that each half is whole batches."""
     source = list(data) if isinstance(data, (list, tuple)) else None
     dataset = prepare_data(data, adapter)
     if not isinstance(dataset, Dataset):
@@ -579,46 +755,42 @@ def analysis_checks(
     other_backends: Mapping[str, Adapter] | None = None,
     **options: Any,
 ) -> Iterator[tuple[Check, Subject]]:
-    """Each named check with the subject it runs on (one subject, so the one pass runs once)."""
-    subject = make_subject(analysis, adapter, data, batch_size=batch_size, seed=seed,
-                           other_backends=other_backends, options=options)  # fmt: skip
+    """Each named check with the subject it runs on (one subject, so the one pass runs once):
+    ``analysis`` is an instance, whose config is used, or a class with ``options``."""
+    subject = make_subject(_maker(analysis, options), adapter, data, batch_size, seed,
+                           other_backends)  # fmt: skip
     for check in CHECKS:
         yield check, subject
 
 
 def check_analysis(
-    analysis: Analysis | type[Analysis],
-    adapter: Adapter,
-    data: Any,
-    *,
-    batch_size: int | None = None,
-    seed: int = 0,
-    other_backends: Mapping[str, Adapter] | None = None,
-    **options: Any,
+    analysis: Analysis | type[Analysis], adapter: Adapter, data: Any, **settings: Any
 ) -> list[str]:
-    """Check ``analysis`` (an instance, whose config is used, or a class with ``options``)
-    against every check of the contract on ``adapter`` and ``data``; return the names of the
-    checks passed (a skipped check is left out). Raises :class:`AnalysisContractError` naming
-    every check that failed."""
-    failures: list[str] = []
+    """Check ``analysis`` against every check of the contract on ``adapter`` and ``data``
+    (``settings``: those of :func:`analysis_checks`, ``batch_size``, ``seed``,
+    ``other_backends`` and the analysis's options); return the names of the checks passed (a
+    skipped check is left out). Raises :class:`AnalysisContractError` naming every check that
+    failed, with what it raised when a check raised something else; every check runs."""
+    failures: dict[str, str] = {}
     passed: list[str] = []
     cls: type | None = None
-    for check, subject in analysis_checks(analysis, adapter, data, batch_size=batch_size,
-                                          seed=seed, other_backends=other_backends, **options):  # fmt: skip
+    for check, subject in analysis_checks(analysis, adapter, data, **settings):
         cls = cls or subject.cls
         try:
             check(subject)
         except CheckSkipped:
             continue
         except AnalysisContractError as error:
-            failures.append(str(error))
+            failures[check.name] = str(error)
+        except Exception as error:  # any exception is this check's failure; the rest still run
+            failures[check.name] = f"{check.name}: raised {type(error).__name__}: {error}"
         else:
             passed.append(check.name)
     if failures:
         name = cls.__name__ if cls is not None else "The analysis"
-        raise AnalysisContractError(
-            f"{name} breaks the analysis contract:\n- " + "\n- ".join(failures)
-        )
+        lines = [f"{name} breaks the analysis contract:", *(f"- {f}" for f in failures.values())]
+        lines.append(f"Passed: {', '.join(passed) or 'none'}.")
+        raise AnalysisContractError("\n".join(lines), failed=failures, passed=passed)
     return passed
 
 
@@ -647,8 +819,8 @@ def _example_subject(
     example = analysis.example
     if example is None:
         raise CheckSkipped(f"{analysis.__name__} has no example (set its example attribute)")
-    return make_subject(analysis, adapter, example.rows(), batch_size=example.batch_size,
-                        other_backends=other_backends, options=example.analysis_options())  # fmt: skip
+    make = _maker(analysis, example.analysis_options())
+    return make_subject(make, adapter, example.rows(), example.batch_size, 0, other_backends)
 
 
 def parametrize_with_checks(

@@ -1,13 +1,15 @@
 """``geomlens.testing.check_analysis``: the example plugin keeps the analysis contract (every
 registered analysis runs the same checks one by one in tests/contract/), and planted breaches
 of it (a merge that drops a count, a kept batch tensor, a host read per batch, a plot that reads
-what JSON loses or draws nothing, a state that does not round-trip) are each caught and
-named."""
+what JSON loses or draws nothing, a state that does not round-trip, a finalize that spends the
+state, a merge that changes the other instance or takes another config, a merge that raises)
+are each caught and named, and a check that raises leaves the others running."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ import torch
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
-from geomlens.analyses.base import Analysis, Batch
+from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.registry import analysis_class
 from geomlens.results import Result
 from geomlens.testing import CHECKS, AnalysisContractError, check_analysis
@@ -45,10 +47,16 @@ def test_the_example_plugin_keeps_the_contract(adapter, monkeypatch):
     assert check_analysis(module.Anisotropy, adapter, TEXTS, site=SITE)
 
 
+@dataclass
+class _SumsConfig(AnalysisConfig):
+    pooling: str = option("mean", "How the tokens of a row are pooled.", choices=("mean", "last"))
+
+
 class _Sums(Analysis):
     """A correct little analysis (mean norm of the pooled rows) to plant faults in."""
 
     name = "test-check-analysis-sums"
+    Config = _SumsConfig
 
     def __init__(self, config=None, **overrides):
         super().__init__(config, **overrides)
@@ -58,7 +66,7 @@ class _Sums(Analysis):
         return [SITE]
 
     def update(self, batch: Batch) -> None:
-        pooled = batch.pooled(SITE, "mean").detach().to(torch.float64)
+        pooled = batch.pooled(SITE, self.config.pooling).detach().to(torch.float64)
         self.total = self.total + pooled.norm(dim=-1).sum()  # stays on the device
         self.count += pooled.shape[0]
 
@@ -129,11 +137,33 @@ class _BlankFigure(_Sums):
         return figure
 
 
+class _FinalizeSpendsTheState(_Sums):
+    def finalize(self) -> Result:
+        result = super().finalize()
+        self.count = 0  # the state is spent: a second finalize divides by zero
+        return result
+
+
+class _MergeEmptiesTheOther(_Sums):
+    def merge(self, other: Analysis) -> None:
+        super().merge(other)
+        other.total, other.count = 0.0, 0  # "moves" the other's state instead of reading it
+
+
+class _MergeWithoutConfigCheck(_Sums):
+    def merge(self, other: Analysis) -> None:
+        self.total += other.total  # takes any config's state
+        self.count += other.count
+
+
 def test_a_correct_analysis_passes(adapter):
     assert check_analysis(_Sums, adapter, TEXTS) == ONE_BACKEND
 
 
-ALSO_BROKEN = {"merge": ("two-processes",), "state": ("resume", "two-processes")}
+ALSO_BROKEN = {
+    "merge": ("two-processes", "merge-three-parts", "merge-empty"),
+    "state": ("resume", "two-processes"),
+}
 
 
 @pytest.mark.parametrize(
@@ -146,6 +176,9 @@ ALSO_BROKEN = {"merge": ("two-processes",), "state": ("resume", "two-processes")
         (_ReadsPerBatch, "no-host-read-per-batch", "read tensors back to the host"),
         (_NoFigure, "plot-from-json", "draws no figure"),
         (_BlankFigure, "plot-from-json", "nothing drawn"),
+        (_FinalizeSpendsTheState, "finalize-twice", "a second finalize() raised"),
+        (_MergeEmptiesTheOther, "merge-leaves-other", "changed the other instance's state"),
+        (_MergeWithoutConfigCheck, "merge-checks-config", "another config (pooling='last')"),
     ],
     ids=[
         "merge-drops-a-count",
@@ -155,17 +188,59 @@ ALSO_BROKEN = {"merge": ("two-processes",), "state": ("resume", "two-processes")
         "reads-per-batch",
         "no-figure",
         "blank-figure",
+        "finalize-spends-the-state",
+        "merge-empties-the-other",
+        "merge-without-config-check",
     ],  # fmt: skip
 )
 def test_a_planted_breach_is_named(adapter, planted, check, detail):
     with pytest.raises(AnalysisContractError) as caught:
         check_analysis(planted, adapter, TEXTS)
-    lines = str(caught.value).splitlines()[1:]
+    lines = [line for line in str(caught.value).splitlines() if line.startswith("- ")]
     # Only the planted breach, named by its check (and by the checks built on the same method:
     # two processes gather state_dict and merge, a checkpoint holds state_dict).
     assert lines[0].startswith(f"- {check}:") and detail in lines[0]
     named = {line[2:].split(":")[0] for line in lines}
-    assert named <= {check, *ALSO_BROKEN.get(check, ())}, lines
+    assert check in named and named <= {check, *ALSO_BROKEN.get(check, ())}, lines
+    assert caught.value.failed == [line[2:].split(":")[0] for line in lines]
+    assert set(caught.value.passed) == set(ONE_BACKEND) - named
+
+
+class _MergeRaises(_Sums):
+    def merge(self, other: Analysis) -> None:
+        raise RuntimeError("merge is broken")
+
+
+class _MergeRaisesOnAnEmptyOther(_Sums):
+    def merge(self, other: Analysis) -> None:
+        self._check_mergeable(other)
+        if not other.count:
+            raise RuntimeError("nothing to merge")
+        super().merge(other)
+
+
+#: The checks that merge states (two processes merge the ranks' states).
+MERGING = ["merge", "merge-three-parts", "merge-empty", "merge-leaves-other",
+           "merge-checks-config", "two-processes"]  # fmt: skip
+
+
+def test_a_merge_that_raises_fails_its_checks_and_the_others_still_run(adapter):
+    with pytest.raises(AnalysisContractError) as caught:
+        check_analysis(_MergeRaises, adapter, TEXTS)
+    message = str(caught.value)
+    assert sorted(caught.value.failed) == sorted(MERGING), message
+    assert "- merge: raised RuntimeError: merge is broken" in message
+    assert "- merge-checks-config:" in message and "RuntimeError" in message
+    assert caught.value.passed == [name for name in ONE_BACKEND if name not in MERGING]
+    assert f"Passed: {', '.join(caught.value.passed)}." in message
+
+
+def test_a_merge_that_raises_on_an_empty_other_fails_one_check(adapter):
+    with pytest.raises(AnalysisContractError) as caught:
+        check_analysis(_MergeRaisesOnAnEmptyOther, adapter, TEXTS)
+    assert caught.value.failed == ["merge-empty"]
+    assert "merge-empty: raised RuntimeError: nothing to merge" in str(caught.value)
+    assert caught.value.passed == [name for name in ONE_BACKEND if name != "merge-empty"]
 
 
 def test_data_too_small_to_split_is_refused(adapter):

@@ -1,5 +1,6 @@
 """Every analysis, built-in or installed plugin, against every named check of the contract
-(``geomlens.testing.CHECKS``: merge, state, no batch tensor kept, no host read per batch, NaN at
+(``geomlens.testing.CHECKS``: merge, merge of three parts, merge with an empty instance, merge
+leaves the other, merge checks the config, finalize twice, state, no batch tensor kept, no host read per batch, NaN at
 padding ignored, fault leaves the model clean, resume, two processes, deterministic, JSON,
 figure from the JSON copy, cross-backend), each on the analysis's own example and the tiny GPT-2.
 A check that cannot run skips with its reason; an analysis without an example skips them all."""

@@ -162,13 +162,15 @@ class ConceptState:
         self.labels.extend(other.labels)
 
     def _to_host(self) -> None:
-        """The device tensors moved to the CPU, in place (one read per site and kind)."""
+        """The device tensors moved to the CPU, in place (one read per site and kind); the rows
+        keep their chunks (the state's values and shape stay as they were)."""
         for site, sums in self.sums.items():
             self.sums[site] = sums.cpu()
         for site, chunks in self.rows.items():
-            if len(chunks) != 1 or chunks[0].device.type != "cpu":
+            if any(chunk.device.type != "cpu" for chunk in chunks):
                 device = chunks[-1].device
-                self.rows[site] = [torch.cat([c.to(device) for c in chunks]).cpu()]
+                joined = torch.cat([c.to(device) for c in chunks]).cpu()
+                self.rows[site] = list(joined.split([len(c) for c in chunks]))
 
     @property
     def means(self) -> dict[tuple[str, str, str, str], list[Any]]:
@@ -236,7 +238,7 @@ class ConceptState:
         self._to_host()
         order = np.argsort(np.concatenate(self.index), kind="stable")
         tasks, concepts, contexts = (np.concatenate(part)[order] for part in zip(*self.labels))
-        rows = self.rows[site][0].numpy()[order]
+        rows = torch.cat(self.rows[site]).numpy()[order]
         chosen = tasks == task
         return rows[chosen].astype(np.float64), concepts[chosen], contexts[chosen]
 

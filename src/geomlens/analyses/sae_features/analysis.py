@@ -449,21 +449,21 @@ class SAEFeatures(Analysis, declaration=DECLARATION):
             "pool": [],
             "notes": [],
         }
+        notes = dict(self.notes)  # finalize leaves the state as it is
         for site, state in self.states.items():
-            state.settle()  # the device's counts come to the host, once
             summarize_site(
                 site,
-                state,
+                state.settled(),  # the device's counts come to the host, once
                 self.config,
                 self.loss_kind,
                 metrics,
                 tables,
                 seed=self.context.seed if self.context else 0,
                 provenance=self.provenance.get(site, {}),
-                notes=self.notes,
+                notes=notes,
             )
-        self.notes.setdefault("tokens", tokens_note(self.config, self._special_ids))
-        tables["notes"] = [{"item": k, "note": v} for k, v in self.notes.items()]
+        notes.setdefault("tokens", tokens_note(self.config, self._special_ids))
+        tables["notes"] = [{"item": k, "note": v} for k, v in notes.items()]
         if self.loss_kind:
             tables["notes"].append({"item": "loss_kind", "note": self.loss_kind})
         return Result(self.name, metrics=headline_first(metrics), tables=tables)

@@ -6,7 +6,7 @@ Everything here merges (two halves of the data give the same state as one pass).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -133,9 +133,19 @@ class ConditionStats:
             if isinstance(value, torch.Tensor):
                 setattr(self, name, value.cpu().numpy())
 
+    def settled(self) -> ConditionStats:
+        """These statistics settled, as new statistics (this one stays as it is: its lists are
+        copied, never its tensors)."""
+        lists: dict[str, Any] = {
+            f.name: list(v) for f in fields(self) if isinstance(v := getattr(self, f.name), list)
+        }
+        copied = replace(self, **lists)
+        copied.settle()
+        return copied
+
     def merge(self, other: ConditionStats) -> None:
         self.settle()
-        other.settle()
+        other = other.settled()  # other's state stays as it is
         for name in ("mean_k", "max_k", "mean_k_content", "max_k_content", "lengths", "pairs",
                      "norms"):  # fmt: skip
             getattr(self, name).extend(getattr(other, name))
@@ -207,9 +217,16 @@ class SiteState:
         for stats in self.conditions.values():
             stats.settle()
 
+    def settled(self) -> SiteState:
+        """This state settled, as a new state (this one stays as it is)."""
+        conditions = {name: stats.settled() for name, stats in self.conditions.items()}
+        copied = replace(self, conditions=conditions)
+        copied.settle()
+        return copied
+
     def merge(self, other: SiteState) -> None:
         self.settle()
-        other.settle()
+        other = other.settled()  # other's state stays as it is
         shifted = np.where(
             other.first_seen == NEVER, NEVER, other.first_seen + self.calibration_tokens
         )
