@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import torch
 
+from geomlens.hooks.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 from geomlens.models.config_fields import LAYER_COUNT_FIELDS, first_field
-from geomlens.models.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 
 Port = Literal["output", "input"]
 #: How a family numbers token positions: from 0 (GPT-2, BERT, rotary models), from

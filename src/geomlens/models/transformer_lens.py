@@ -42,6 +42,7 @@ from transformer_lens.model_bridge.sources.transformers import (
 from transformers import PreTrainedModel
 
 from geomlens.hooks.hook_points import hooks_added as _hooks_added
+from geomlens.hooks.sites import HEAD_SITES
 from geomlens.inputs.encoding import ModelInputs, position_ids_from_mask
 from geomlens.models.adapter import (
     LOGITS_SITE,
@@ -56,7 +57,6 @@ from geomlens.models.architectures import MOE_REASON
 from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
 from geomlens.models.config_kinds import is_decoder
 from geomlens.models.next_token import head_sites, post_head
-from geomlens.models.sites import HEAD_SITES
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
 #: definition (module docstring): the hook to read instead, keyed by the bridge's architecture
