@@ -130,12 +130,10 @@ class Adapter(ABC):
     def tokenizer(self) -> Any:
         return None
 
-    @property
-    def makes_head_sites(self) -> bool:
-        """Whether this adapter makes the reductions of the logits inside the pass
-        (``geomlens.hooks.sites.HEAD_SITES``: next-token log-probabilities, the last token's
-        logits) wherever it offers ``logits``."""
-        return False
+    #: Whether this adapter makes the reductions of the logits inside the pass
+    #: (``geomlens.hooks.sites.HEAD_SITES``: next-token log-probabilities, the last token's
+    #: logits) wherever it offers ``logits``.
+    makes_head_sites: bool = False
 
     def resolve_site(self, site: str) -> str:
         """Check a site name; raise :class:`UnknownSiteError` naming the nearest valid one."""

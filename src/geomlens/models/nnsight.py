@@ -98,6 +98,7 @@ class NNsightAdapter(Adapter):
     """
 
     backend = "nnsight"
+    makes_head_sites = True
 
     def __init__(
         self,
@@ -235,10 +236,6 @@ class NNsightAdapter(Adapter):
         if not self.has_lm_head:
             refused[LOGITS_SITE] = "the model has no LM head (get_output_embeddings() is None)"
         return refused
-
-    @property
-    def makes_head_sites(self) -> bool:
-        return True
 
     @property
     def has_lm_head(self) -> bool:

@@ -120,6 +120,7 @@ class TransformerLensAdapter(Adapter):
     """A HookedTransformer or TransformerBridge seen through geomlens's Adapter protocol."""
 
     backend = "transformer-lens"
+    makes_head_sites = True
 
     def __init__(
         self,
@@ -327,10 +328,6 @@ class TransformerLensAdapter(Adapter):
     def refused_sites(self) -> dict[str, str]:
         _, refused = self._points_and_refusals()
         return refused
-
-    @property
-    def makes_head_sites(self) -> bool:
-        return True
 
     @property
     def has_lm_head(self) -> bool:
