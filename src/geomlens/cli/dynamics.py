@@ -20,16 +20,6 @@ experiment_app = typer.Typer(
 )
 
 
-#: The folder a training experiment writes (its checkpoints and run.json).
-RunFolderOption = Annotated[
-    Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")
-]
-#: Several runs of one experiment, each in its own OUT/seed-K folder (see :func:`_seed_folders`).
-SeedsOption = Annotated[
-    str | None, typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/.")
-]
-
-
 def sweep_command(
     analyses: Annotated[
         list[str], typer.Argument(help="Analysis name(s), fused in one pass per checkpoint.")
@@ -171,6 +161,16 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+#: The folder a training experiment writes (its checkpoints and run.json).
+RunFolderOption = Annotated[
+    Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")
+]
+#: Several runs of one experiment, each in its own OUT/seed-K folder (see :func:`_seed_folders`).
+SeedsOption = Annotated[
+    str | None, typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/.")
+]
 
 
 @experiment_app.command("abstraction-dynamics")
