@@ -36,16 +36,22 @@ FLOORS: tuple[Floor, ...] = (
         (
             "geomlens.report",
             "geomlens.checks",
-            "geomlens.experiments",
             "geomlens.dynamics",
             "geomlens.scaffold",
             "geomlens.testing",
         ),
-        "report/  checks/  experiments/  dynamics/  scaffold/  testing.py",
+        "report/  checks/  dynamics/  scaffold/  testing.py",
         (
-            "the report; conformance and the architecture survey; the papers' experiments;",
-            "sweeps across checkpoints; `geomlens new-plugin`; the analysis contract",
-            "`check_analysis`",
+            "the report; conformance and the architecture survey; sweeps across checkpoints;",
+            "`geomlens new-plugin`; the analysis contract `check_analysis`",
+        ),
+    ),
+    Floor(
+        ("geomlens.experiments",),
+        "experiments/",
+        (
+            "the papers' experiments; the checkpoint folders they write",
+            "and the steps they keep (what dynamics/ reads)",
         ),
     ),
     Floor(
@@ -62,13 +68,20 @@ FLOORS: tuple[Floor, ...] = (
         ("the analyses, their registry and catalogue; SAE loading/training",),
     ),
     Floor(
-        ("geomlens.models", "geomlens.inputs", "geomlens.interventions", "geomlens.hooks"),
-        "models/  inputs/  interventions/  hooks/",
+        ("geomlens.models",),
+        "models/",
         (
-            "the Adapter protocol and its backends (TransformerLens, nnsight, recorded),",
-            "loading, sites and architecture tables, config-field spellings; encoding,",
-            "the batch loop (inputs/batches.py), pooling and positions; linearisation",
-            "and resumed passes; hook points and the non-finite watch",
+            "the Adapter and its backends (TransformerLens, nnsight, recorded),",
+            "loading, architecture tables, config-field spellings",
+        ),
+    ),
+    Floor(
+        ("geomlens.inputs", "geomlens.interventions", "geomlens.hooks"),
+        "inputs/  interventions/  hooks/",
+        (
+            "encoding, the batch loop (inputs/batches.py), pooling and positions, the",
+            "protocol of an adapter they read; linearisation and resumed passes;",
+            "site names, hook points and the non-finite watch",
         ),
     ),
     Floor(

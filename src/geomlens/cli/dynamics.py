@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -163,9 +163,19 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+#: The folder a training experiment writes (its checkpoints and run.json).
+RunFolderOption = Annotated[
+    Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")
+]
+#: Several runs of one experiment, each in its own OUT/seed-K folder (see :func:`_seed_folders`).
+SeedsOption = Annotated[
+    str | None, typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/.")
+]
+
+
 @experiment_app.command("abstraction-dynamics")
 def abstraction_dynamics_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")],
+    out: RunFolderOption,
     depth: Annotated[int, typer.Option("--depth", help="Hidden layers L (1: two-layer net).")] = 1,
     init_scale: Annotated[
         float, typer.Option("--init-scale", help="κ of the aligned start.")
@@ -182,10 +192,7 @@ def abstraction_dynamics_command(
     target_modes: Annotated[
         str, typer.Option("--target-modes", help="Σy eigenvalues G,S,C,SC.")
     ] = "1,1,1,0.2",
-    seeds: Annotated[
-        str | None,
-        typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/."),
-    ] = None,
+    seeds: SeedsOption = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the start (the data are fixed).")
     ] = 0,
@@ -198,38 +205,35 @@ def abstraction_dynamics_command(
     with one_line_errors():
         inputs = _modes("--input-modes", input_modes)
         targets = _modes("--target-modes", target_modes)
-        runs = _seed_list(seeds) if seeds else [seed]
         configs = [
-            AbstractionDynamicsConfig(
-                depth=depth,
-                init_scale=init_scale,
-                gamma=gamma,
-                learning_rate=lr,
-                steps=steps,
-                checkpoints=checkpoints,
-                seed=run,
-                input_modes=inputs,
-                target_modes=targets,
+            (
+                AbstractionDynamicsConfig(
+                    depth=depth,
+                    init_scale=init_scale,
+                    gamma=gamma,
+                    learning_rate=lr,
+                    steps=steps,
+                    checkpoints=checkpoints,
+                    seed=run,
+                    input_modes=inputs,
+                    target_modes=targets,
+                ),
+                target,
             )  # fmt: skip
-            for run in runs
+            for run, target in _seed_folders(out, seeds, seed)
         ]
-        for config in configs:
-            target = out / f"seed-{config.seed}" if seeds else out
-            record = train(config, target, progress=True)
-            typer.echo(f"wrote {len(record['checkpoints'])} checkpoints and run.json to {target}")
+        for config, target in configs:
+            _wrote_run(train(config, target, progress=True), target)
 
 
 @experiment_app.command("toy-network")
 def toy_network_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for checkpoints and run.json.")],
+    out: RunFolderOption,
     epochs: Annotated[int, typer.Option("--epochs", help="Training epochs.")] = 60,
     checkpoints: Annotated[
         str, typer.Option("--checkpoints", help="Which epochs to save: every:K or log:N.")
     ] = "every:1",
-    seeds: Annotated[
-        str | None,
-        typer.Option("--seeds", help="Several runs, e.g. 0,1,2: written to OUT/seed-K/."),
-    ] = None,
+    seeds: SeedsOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the start and the trials.")] = 0,
 ) -> None:
     """The toy ReLU network of the generalisation–identification paper (its configuration),
@@ -239,11 +243,9 @@ def toy_network_command(
     from geomlens.theory.toy import ToyConfig
 
     with one_line_errors():
-        runs = _seed_list(seeds) if seeds else [seed]
-        for run in runs:
-            target = out / f"seed-{run}" if seeds else out
+        for run, target in _seed_folders(out, seeds, seed):
             record = train(ToyConfig(epochs=epochs, seed=run), target, checkpoints=checkpoints)
-            typer.echo(f"wrote {len(record['checkpoints'])} checkpoints and run.json to {target}")
+            _wrote_run(record, target)
 
 
 def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
@@ -254,6 +256,18 @@ def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
     if len(values) != 4 or any(v < 0 for v in values):
         raise ValueError(f"{flag} takes four numbers >= 0, G,S,C,SC; got {text!r}")
     return values[0], values[1], values[2], values[3]
+
+
+def _seed_folders(out: Path, seeds: str | None, seed: int) -> list[tuple[int, Path]]:
+    """Each run's seed and folder: OUT itself for one ``--seed``, OUT/seed-K for each of
+    ``--seeds`` (all read before the first run starts)."""
+    if not seeds:
+        return [(seed, out)]
+    return [(run, out / f"seed-{run}") for run in _seed_list(seeds)]
+
+
+def _wrote_run(record: dict[str, Any], target: Path) -> None:
+    typer.echo(f"wrote {len(record['checkpoints'])} checkpoints and run.json to {target}")
 
 
 def _seed_list(text: str) -> list[int]:

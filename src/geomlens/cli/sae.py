@@ -33,6 +33,11 @@ def _default(field: str) -> str:
     return f"default {encoder} on an encoder, {causal} on a causal LM"
 
 
+def _recipe(flag: str, meaning: str, field: str) -> Any:
+    """An option of the training recipe, its help ending in the model's default for ``field``."""
+    return typer.Option(flag, help=f"{meaning}; {_default(field)}.")
+
+
 app = typer.Typer(
     help="Sparse autoencoders (sae-lens): train offline, cached for sae-features.",
     rich_markup_mode="markdown",  # hard-wrapped docstrings join into paragraphs
@@ -48,30 +53,17 @@ def train_command(
             "--site", "-s", help="Site to train on (default: the middle block's resid_post)."
         ),
     ] = None,
-    d_sae: Annotated[
-        int | None,
-        typer.Option("--d-sae", help=f"Dictionary size (latents); {_default('d_sae')}."),
-    ] = None,
-    tokens: Annotated[
-        int | None,
-        typer.Option("--tokens", help=f"Distinct tokens captured; {_default('tokens')}."),
-    ] = None,
+    d_sae: Annotated[int | None, _recipe("--d-sae", "Dictionary size (latents)", "d_sae")] = None,
+    tokens: Annotated[int | None, _recipe("--tokens", "Distinct tokens captured", "tokens")] = None,
     l1: Annotated[
-        float | None,
-        typer.Option("--l1", help=f"sae-lens L1 coefficient; {_default('l1_coefficient')}."),
+        float | None, _recipe("--l1", "sae-lens L1 coefficient", "l1_coefficient")
     ] = None,
-    lr: Annotated[
-        float | None, typer.Option("--lr", help=f"Adam learning rate; {_default('lr')}.")
-    ] = None,
+    lr: Annotated[float | None, _recipe("--lr", "Adam learning rate", "lr")] = None,
     batch_tokens: Annotated[
-        int | None,
-        typer.Option("--batch-tokens", help=f"Tokens per step; {_default('batch_tokens')}."),
+        int | None, _recipe("--batch-tokens", "Tokens per step", "batch_tokens")
     ] = None,
     passes: Annotated[
-        int | None,
-        typer.Option(
-            "--passes", help=f"Times each captured token is trained on; {_default('passes')}."
-        ),
+        int | None, _recipe("--passes", "Times each captured token is trained on", "passes")
     ] = None,
     data: Annotated[
         Path | None,

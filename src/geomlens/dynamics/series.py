@@ -25,8 +25,8 @@ from typing import Any, overload
 import numpy as np
 import torch
 
-from geomlens.dynamics.run_folder import RUN_FILE
-from geomlens.dynamics.schedule import thin_indices
+from geomlens.experiments.checkpoint_steps import thin_indices
+from geomlens.experiments.run_folder import RUN_FILE
 
 #: Sub-folder names that hold one checkpoint each, with the number they carry.
 CHECKPOINT_FOLDER = re.compile(r"^(checkpoint|step|epoch|global_step)[-_]?(\d+)$")

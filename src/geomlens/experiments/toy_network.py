@@ -19,13 +19,13 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from geomlens.dynamics.run_folder import (
+from geomlens.experiments.checkpoint_steps import spec_steps
+from geomlens.experiments.run_folder import (
     WEIGHTS_FILE,
     prepare_run_folder,
     save_checkpoint,
     write_run_record,
 )
-from geomlens.dynamics.schedule import spec_steps
 from geomlens.theory.toy import ToyConfig, stimulus_distances, train_toy
 
 EXPERIMENT = "toy-network"

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from geomlens.atomic_files import atomic_write_text
-from geomlens.dynamics.schedule import spec_steps
+from geomlens.experiments.checkpoint_steps import spec_steps
 from geomlens.experiments.word_tokenizer import word_level_tokenizer
 
 MALE = ("king", "man", "boy", "father", "prince", "uncle", "brother", "son")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import torch
 
+from geomlens.inputs.adapter_protocol import ModelAdapter
 from geomlens.inputs.encoding import ModelInputs, PaddingSide
 from geomlens.inputs.positions import explain_index_error
-from geomlens.models.protocols import ModelAdapter
 from geomlens.run_defaults import DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE  # the loop's default
 from geomlens.run_defaults import DEFAULT_MAX_LENGTH
 

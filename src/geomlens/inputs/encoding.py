@@ -195,14 +195,7 @@ def encode_texts(
                     "visible characters."
                 )
             span_mask[row, [h + shift for h in hits]] = True
-    return ModelInputs(
-        index=np.asarray(index),
-        input_ids=ids,
-        attention_mask=mask,
-        position_ids=position_ids_from_mask(mask),
-        span_mask=span_mask,
-        padding_side=padding_side,
-    )
+    return _padded_inputs(index, ids, mask, padding_side, span_mask=span_mask)
 
 
 def encode_token_ids(
@@ -228,10 +221,22 @@ def encode_token_ids(
             ids, mask = pad_sequences(rows, pad_id, padding_side)
     else:
         ids, mask = pad_sequences(sequences, pad_id, padding_side)
+    return _padded_inputs(index, ids, mask, padding_side)
+
+
+def _padded_inputs(
+    index: np.ndarray,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    padding_side: PaddingSide,
+    span_mask: torch.Tensor | None = None,
+) -> ModelInputs:
+    """A batch of padded token ids, positions numbered along each row's real tokens."""
     return ModelInputs(
         index=np.asarray(index),
         input_ids=ids,
         attention_mask=mask,
         position_ids=position_ids_from_mask(mask),
+        span_mask=span_mask,
         padding_side=padding_side,
     )

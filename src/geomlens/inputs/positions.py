@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from geomlens.models.config_fields import POSITION_FIELDS
-
-__all__ = ["POSITION_FIELDS", "explain_index_error", "max_positions"]
-
 
 def max_positions(adapter: Any) -> int | None:
     """The number of positions the adapter's model takes, or None when its config says not."""

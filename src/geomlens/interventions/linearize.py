@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from geomlens.hooks.hook_points import hooks_added
+from geomlens.inputs.adapter_protocol import ModelAdapter
 from geomlens.inputs.batches import capture_batch, dataset_batches, encoded_batches
-from geomlens.models.protocols import ModelAdapter
 
 Mode = Literal["identity", "tangent"]
 MODES: tuple[str, ...] = ("identity", "tangent")

@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
+from geomlens.hooks.sites import is_module_site, module_path
+from geomlens.inputs.adapter_protocol import ModelAdapter
 from geomlens.inputs.batches import capture_batch, dataset_batches, encoded_batches
 from geomlens.interventions.linearize import MODES, ActivationTarget
-from geomlens.models.module_sites import is_module_site, module_path
-from geomlens.models.protocols import ModelAdapter
 
 
 def _targets(adapter: ModelAdapter, sites: Sequence[str]) -> list[ActivationTarget]:

@@ -29,9 +29,9 @@ from typing import Any, cast
 
 import torch
 
+from geomlens.hooks.sites import HEAD_SITES, LOGITS_SITE, is_module_site, layer_of
+from geomlens.inputs.adapter_protocol import ModelAdapter
 from geomlens.inputs.encoding import ModelInputs
-from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
-from geomlens.models.sites import HEAD_SITES
 
 #: While :func:`recording_second_passes` is open: where each second pass started.
 _recorders: list[list[int]] = []
@@ -60,7 +60,7 @@ def resume_site(layer: int) -> str:
     return f"blocks.{layer}.hook_resid_pre"
 
 
-def resume_site_for(adapter: Adapter, layer: int | None) -> str | None:
+def resume_site_for(adapter: ModelAdapter, layer: int | None) -> str | None:
     """The site to capture in the first pass so that a second pass can start at ``layer``, or
     None where there is nothing to skip (layer 0, ``hook_embed``, a model without blocks)."""
     if layer is None or layer <= 0 or layer >= adapter.n_layers:
@@ -70,10 +70,10 @@ def resume_site_for(adapter: Adapter, layer: int | None) -> str | None:
 
 
 #: Per adapter: whether its blocks return a tuple (and its length) or a bare tensor.
-_OUTPUT_FORM: weakref.WeakKeyDictionary[Adapter, int | None] = weakref.WeakKeyDictionary()
+_OUTPUT_FORM: weakref.WeakKeyDictionary[ModelAdapter, int | None] = weakref.WeakKeyDictionary()
 
 
-def _block_list(adapter: Adapter) -> Sequence[torch.nn.Module] | None:
+def _block_list(adapter: ModelAdapter) -> Sequence[torch.nn.Module] | None:
     """The model's blocks, in order, as modules whose forward is called once per pass each."""
     if adapter.is_hooked_transformer:
         return adapter.model.blocks
@@ -87,14 +87,14 @@ def _block_list(adapter: Adapter) -> Sequence[torch.nn.Module] | None:
         return None
 
 
-def _can_resume(adapter: Adapter, sites: Sequence[str], layer: int) -> bool:
+def _can_resume(adapter: ModelAdapter, sites: Sequence[str], layer: int) -> bool:
     if layer <= 0 or layer >= adapter.n_layers:
         return False
     for site in [*sites, *(site for site, _ in adapter.active_edits)]:
         if site == LOGITS_SITE or site in HEAD_SITES:
             continue
         at = layer_of(site)
-        if site.startswith("module:") or at is None or at < layer:
+        if is_module_site(site) or at is None or at < layer:
             return False
     return resume_site(layer) in adapter.sites()
 
@@ -105,7 +105,7 @@ def _shaped(form: int | None, hidden: torch.Tensor) -> Any:
 
 @contextlib.contextmanager
 def _blocks_short_circuited(
-    adapter: Adapter, blocks: Sequence[torch.nn.Module], layer: int, resid: torch.Tensor
+    adapter: ModelAdapter, blocks: Sequence[torch.nn.Module], layer: int, resid: torch.Tensor
 ) -> Iterator[None]:
     """Blocks 0..layer−1 return ``resid`` without computing (in the block's output form)."""
     saved: list[tuple[torch.nn.Module, Any]] = []
@@ -136,7 +136,7 @@ def _blocks_short_circuited(
 
 
 def capture_from_layer(
-    adapter: Adapter,
+    adapter: ModelAdapter,
     inputs: ModelInputs,
     sites: Sequence[str],
     layer: int,

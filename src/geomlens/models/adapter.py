@@ -19,9 +19,7 @@ import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
-from geomlens.inputs.encoding import ModelInputs, PaddingSide, encode_texts, encode_token_ids
-from geomlens.models.config_fields import POSITION_FIELDS, first_field
-from geomlens.models.sites import (  # noqa: F401  (also read from here: geomlens.models.adapter.EMBED_SITE)
+from geomlens.hooks.sites import (  # noqa: F401  (also read from here: geomlens.models.adapter.EMBED_SITE)
     EMBED_SITE,
     HEAD_SITES,
     LAYER_SITE_TEMPLATES,
@@ -29,6 +27,8 @@ from geomlens.models.sites import (  # noqa: F401  (also read from here: geomlen
     canonical_sites,
     layer_of,
 )
+from geomlens.inputs.encoding import ModelInputs, PaddingSide, encode_texts, encode_token_ids
+from geomlens.models.config_fields import POSITION_FIELDS, first_field
 
 #: An edit applied at a site: takes the activation [B, T, ...] and returns its replacement.
 EditFn = Callable[[torch.Tensor], torch.Tensor]
@@ -130,12 +130,10 @@ class Adapter(ABC):
     def tokenizer(self) -> Any:
         return None
 
-    @property
-    def makes_head_sites(self) -> bool:
-        """Whether this adapter makes the reductions of the logits inside the pass
-        (``geomlens.models.sites.HEAD_SITES``: next-token log-probabilities, the last token's
-        logits) wherever it offers ``logits``."""
-        return False
+    #: Whether this adapter makes the reductions of the logits inside the pass
+    #: (``geomlens.hooks.sites.HEAD_SITES``: next-token log-probabilities, the last token's
+    #: logits) wherever it offers ``logits``.
+    makes_head_sites: bool = False
 
     def resolve_site(self, site: str) -> str:
         """Check a site name; raise :class:`UnknownSiteError` naming the nearest valid one."""

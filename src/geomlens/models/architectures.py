@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import torch
 
+from geomlens.hooks.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 from geomlens.models.config_fields import LAYER_COUNT_FIELDS, first_field
-from geomlens.models.sites import EMBED_SITE, LAYER_SITE_TEMPLATES
 
 Port = Literal["output", "input"]
 #: How a family numbers token positions: from 0 (GPT-2, BERT, rotary models), from
@@ -471,38 +471,33 @@ def _parallel_block(*, attn: str, mlp: str, mlp_pre: str, mlp_post: str) -> dict
     }
 
 
-PHI = ArchitectureTable(
-    family="phi",
-    model_types=("phi",),
-    layers="layers",
-    embed=SiteRead("embed_tokens"),
-    block=_parallel_block(attn="self_attn", mlp="mlp", mlp_pre="mlp.fc1", mlp_post="mlp.fc2"),
-    note=_PARALLEL_NOTE,
-    refused=_NO_MID,
-    parallel=True,
-)
-GPTJ = ArchitectureTable(
-    family="gptj",
-    model_types=("gptj",),
-    layers="h",
-    embed=SiteRead("wte"),
-    block=_parallel_block(attn="attn", mlp="mlp", mlp_pre="mlp.fc_in", mlp_post="mlp.fc_out"),
-    note=_PARALLEL_NOTE,
-    refused=_NO_MID,
-    parallel=True,
-)
-COHERE = ArchitectureTable(
-    family="cohere",
-    model_types=("cohere",),
-    layers="layers",
-    embed=SiteRead("embed_tokens"),
-    block=_parallel_block(
-        attn="self_attn", mlp="mlp", mlp_pre="mlp.gate_proj", mlp_post="mlp.down_proj"
-    ),
-    note=_PARALLEL_NOTE,
-    refused=_NO_MID,
-    parallel=True,
-)
+def _parallel_table(family: str, *, layers: str, embed: str, **modules: str) -> ArchitectureTable:
+    """A parallel-residual family's table: :func:`_parallel_block` of ``modules``, with no
+    hook_resid_mid (refused, saying why)."""
+    return ArchitectureTable(
+        family=family,
+        model_types=(family,),
+        layers=layers,
+        embed=SiteRead(embed),
+        block=_parallel_block(**modules),
+        note=_PARALLEL_NOTE,
+        refused=_NO_MID,
+        parallel=True,
+    )
+
+
+PHI = _parallel_table(
+    "phi", layers="layers", embed="embed_tokens",
+    attn="self_attn", mlp="mlp", mlp_pre="mlp.fc1", mlp_post="mlp.fc2",
+)  # fmt: skip
+GPTJ = _parallel_table(
+    "gptj", layers="h", embed="wte",
+    attn="attn", mlp="mlp", mlp_pre="mlp.fc_in", mlp_post="mlp.fc_out",
+)  # fmt: skip
+COHERE = _parallel_table(
+    "cohere", layers="layers", embed="embed_tokens",
+    attn="self_attn", mlp="mlp", mlp_pre="mlp.gate_proj", mlp_post="mlp.down_proj",
+)  # fmt: skip
 # Falcon is parallel by default (parallel_attn=True, or new_decoder_architecture); the MLP's
 # output is then summed with the attention output in place, after it was read here.
 FALCON = ArchitectureTable(

@@ -25,27 +25,10 @@ from typing import Any
 
 import torch
 
-MODULE_SITE_PREFIX = "module:"
+from geomlens.hooks.sites import module_path, module_site
 
 #: Where a value is read: a module's forward input or its output.
 Event = tuple[str, str]
-
-
-def is_module_site(site: str) -> bool:
-    """Whether ``site`` names a module path (``module:PATH``) rather than a canonical site."""
-    return site.startswith(MODULE_SITE_PREFIX)
-
-
-def module_site(path: str) -> str:
-    """The site name of the submodule at torch path ``path``."""
-    return MODULE_SITE_PREFIX + path
-
-
-def module_path(site: str) -> str:
-    """The torch path a ``module:PATH`` site names."""
-    if not is_module_site(site):
-        raise ValueError(f"{site!r} is not a module site; module sites read 'module:PATH'.")
-    return site[len(MODULE_SITE_PREFIX) :]
 
 
 def module_sites(root: torch.nn.Module) -> list[str]:

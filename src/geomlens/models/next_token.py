@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from geomlens.models.sites import HEAD_SITES, LAST_LOGITS_SITE, NEXT_TOKEN_SITE
+from geomlens.hooks.sites import HEAD_SITES, LAST_LOGITS_SITE, NEXT_TOKEN_SITE
 
 __all__ = [
     "CHUNK_ELEMENTS",

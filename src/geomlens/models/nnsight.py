@@ -25,6 +25,7 @@ from typing import Any, cast
 import torch
 from nnsight.intervention.envoy import Envoy
 
+from geomlens.hooks.sites import HEAD_SITES, is_module_site, module_path
 from geomlens.inputs.encoding import ModelInputs, numbered_positions, position_ids_from_mask
 from geomlens.inputs.tensor_inputs import forward_kwargs, one_row_per_example
 from geomlens.models.adapter import (
@@ -50,8 +51,6 @@ from geomlens.models.module_sites import (
     ExecutionOrder,
     check_module_site,
     first_tensor,
-    is_module_site,
-    module_path,
     module_sites,
     module_sites_table,
     record_execution_order,
@@ -66,7 +65,6 @@ from geomlens.models.nnsight_twin import (
     traceable,
     transformers_hooks,
 )
-from geomlens.models.sites import HEAD_SITES
 
 NUMERICS = "raw HF weights (no LayerNorm folding or weight processing)"
 
@@ -100,6 +98,7 @@ class NNsightAdapter(Adapter):
     """
 
     backend = "nnsight"
+    makes_head_sites = True
 
     def __init__(
         self,
@@ -237,10 +236,6 @@ class NNsightAdapter(Adapter):
         if not self.has_lm_head:
             refused[LOGITS_SITE] = "the model has no LM head (get_output_embeddings() is None)"
         return refused
-
-    @property
-    def makes_head_sites(self) -> bool:
-        return True
 
     @property
     def has_lm_head(self) -> bool:
@@ -424,7 +419,7 @@ class NNsightAdapter(Adapter):
         return _per_example_rows(inputs, {site: captured[site] for site in wanted})
 
     def _capture_scored(self, inputs: ModelInputs, wanted: list[str]) -> dict[str, torch.Tensor]:
-        """A capture with :data:`~geomlens.models.sites.HEAD_SITES`: the LM head's input read in
+        """A capture with :data:`~geomlens.hooks.sites.HEAD_SITES`: the LM head's input read in
         the pass and reduced chunk by chunk (:func:`~geomlens.models.next_token.head_sites`), the
         pass stopped before the head makes [B, T, vocab]. From the full logits instead when they
         are in the pass anyway (asked for, edited) or other sites need the execution order."""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from geomlens.data.dataset import Dataset
-from geomlens.inputs.encoding import ModelInputs, PaddingSide
+from geomlens.inputs.encoding import ModelInputs
 from geomlens.models.adapter import Adapter
 
 
@@ -86,14 +86,9 @@ class RecordedAdapter(Adapter):
         shapes = {site: list(t.shape) for site, t in self._arrays.items()}
         return {**super().describe(), "recorded_shapes": shapes}
 
-    def encode(
-        self,
-        dataset: Dataset,
-        index: np.ndarray,
-        *,
-        padding_side: PaddingSide = "right",
-        max_length: int | None = None,
-    ) -> ModelInputs:
+    def encode(self, dataset: Dataset, index: np.ndarray, **_token_options: Any) -> ModelInputs:
+        """Rows ``index`` of the recorded arrays (``padding_side`` and ``max_length`` have no
+        tokens to pad or cut here)."""
         if len(dataset) != self.num_rows:
             raise ValueError(
                 f"The data has {len(dataset)} examples but the recorded activations have "

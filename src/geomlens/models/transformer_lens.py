@@ -42,6 +42,7 @@ from transformer_lens.model_bridge.sources.transformers import (
 from transformers import PreTrainedModel
 
 from geomlens.hooks.hook_points import hooks_added as _hooks_added
+from geomlens.hooks.sites import HEAD_SITES
 from geomlens.inputs.encoding import ModelInputs, position_ids_from_mask
 from geomlens.models.adapter import (
     LOGITS_SITE,
@@ -56,7 +57,6 @@ from geomlens.models.architectures import MOE_REASON
 from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
 from geomlens.models.config_kinds import is_decoder
 from geomlens.models.next_token import head_sites, post_head
-from geomlens.models.sites import HEAD_SITES
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
 #: definition (module docstring): the hook to read instead, keyed by the bridge's architecture
@@ -120,6 +120,7 @@ class TransformerLensAdapter(Adapter):
     """A HookedTransformer or TransformerBridge seen through geomlens's Adapter protocol."""
 
     backend = "transformer-lens"
+    makes_head_sites = True
 
     def __init__(
         self,
@@ -327,10 +328,6 @@ class TransformerLensAdapter(Adapter):
     def refused_sites(self) -> dict[str, str]:
         _, refused = self._points_and_refusals()
         return refused
-
-    @property
-    def makes_head_sites(self) -> bool:
-        return True
 
     @property
     def has_lm_head(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from geomlens.hooks.sites import EMBED_SITE, LOGITS_SITE
 from geomlens.models.adapter import Adapter
 from geomlens.models.config_fields import (
     EMBED_WIDTH_FIELDS,
@@ -21,7 +22,6 @@ from geomlens.models.config_fields import (
     RESIDUAL_WIDTH_FIELDS,
     first_field,
 )
-from geomlens.models.sites import EMBED_SITE, LOGITS_SITE
 
 
 def expected_widths(adapter: Adapter) -> dict[str, int]:

@@ -18,8 +18,8 @@ import torch
 from sae_lens import SAE
 from safetensors import SafetensorError
 
+from geomlens.hooks.sites import EMBED_SITE, LOGITS_SITE
 from geomlens.models.adapter import Adapter, layer_of
-from geomlens.models.sites import EMBED_SITE, LOGITS_SITE
 from geomlens.models.widths import expected_widths, width_kind
 
 #: Files sae-lens writes with ``save_model`` / ``save_inference_model``.

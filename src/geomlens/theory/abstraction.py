@@ -403,15 +403,16 @@ def attenuation(Q: ArrayLike, activation: Activation, slope: float | None = None
     # α_K = (k(q_c) − k(q_sc)) / (k(d) − k(q_s)); α_Q is the same with k the identity.
     signal_gap = (spectrum.S - spectrum.SC) / 2.0  # q_c − q_sc
     total_gap = (spectrum.S + spectrum.SC) / 2.0  # d − q_s
+    kernel = _KernelEntries(diagonal, below, above)
     if activation == "erf":
-        numerator = _erf_kernel_gap(diagonal, below, above, "c", "sc", signal_gap)
-        denominator = _erf_kernel_gap(diagonal, below, above, "diag", "s", total_gap)
+        numerator = _erf_kernel_gap(kernel, "c", "sc", signal_gap)
+        denominator = _erf_kernel_gap(kernel, "diag", "s", total_gap)
     else:
         numerator = (1.0 - omega) ** 2 * _relu_kernel_gap(
-            diagonal, below, above, "c", "sc", signal_gap
+            kernel, "c", "sc", signal_gap
         ) + omega * signal_gap
         denominator = (1.0 - omega) ** 2 * _relu_kernel_gap(
-            diagonal, below, above, "diag", "s", total_gap
+            kernel, "diag", "s", total_gap
         ) + omega * total_gap
     return float((numerator / denominator) / (signal_gap / total_gap))
 
@@ -421,20 +422,23 @@ def attenuation(Q: ArrayLike, activation: Activation, slope: float | None = None
 _GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(24)
 
 
-def _erf_kernel_gap(
-    diagonal: float,
-    below: dict[str, float],
-    above: dict[str, float],
-    upper: str,
-    lower: str,
-    gap: float,
-) -> float:
+class _KernelEntries(NamedTuple):
+    """A 2FS kernel's entries: its diagonal value d, and d − q (``below``) and d + q
+    (``above``) for each pair of classes ("diag", "c", "s", "sc")."""
+
+    diagonal: float
+    below: dict[str, float]
+    above: dict[str, float]
+
+
+def _erf_kernel_gap(kernel: _KernelEntries, upper: str, lower: str, gap: float) -> float:
     """``arcsin x_upper − arcsin x_lower`` for ``x = 2q/(1 + 2d)`` without cancellation.
 
     With ``u = √((1 − x)/(1 + x))``, ``arcsin x = π/2 − 2 arctan u``, and ``u_lower − u_upper``
     has the closed form ``4 gap (1 + 2d) / ((1 + 2σ_u)(1 + 2σ_l)(u_u + u_l))``, ``σ = d + q``,
     ``gap = q_upper − q_lower``. The factor 2/π of the kernel cancels in α_K.
     """
+    diagonal, below, above = kernel
     tangent = {
         pair: np.sqrt((1.0 + 2.0 * below[pair]) / (1.0 + 2.0 * above[pair]))
         for pair in (upper, lower)
@@ -449,14 +453,7 @@ def _erf_kernel_gap(
     return 2.0 * np.arctan(difference / (1.0 + tangent[upper] * tangent[lower]))
 
 
-def _relu_kernel_gap(
-    diagonal: float,
-    below: dict[str, float],
-    above: dict[str, float],
-    upper: str,
-    lower: str,
-    gap: float,
-) -> float:
+def _relu_kernel_gap(kernel: _KernelEntries, upper: str, lower: str, gap: float) -> float:
     """``k(q_upper) − k(q_lower)`` of the arc-cosine kernel as a positive integral.
 
     ``dk/dq = (π − θ)/(2π)`` with ``q = d cos θ``, so the gap is
@@ -464,6 +461,7 @@ def _relu_kernel_gap(
     Gauss–Legendre integrates to round-off. ``θ = 2 arctan √((d − q)/(d + q))``, and the
     interval length comes from the difference of arctangents in closed form.
     """
+    diagonal, below, above = kernel
     if gap == 0.0:
         return 0.0
     ratio = {

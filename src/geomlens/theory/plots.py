@@ -19,7 +19,7 @@ package itself does not need matplotlib.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,10 +173,7 @@ def draw_pareto(
 
 def pareto_figure(*, measured: Sequence[Overlay] = (), **curves: Any) -> Figure:
     """A new figure of :func:`draw_pareto` (same keyword arguments) with ``measured`` on top."""
-    figure, axes = _figure()
-    draw_pareto(axes, **curves)
-    add_overlays(axes, measured)
-    return figure
+    return _one_panel(draw_pareto, measured, curves)
 
 
 def plot_pareto(
@@ -311,10 +308,7 @@ def draw_abstraction(
 
 def abstraction_figure(*, measured: Sequence[Overlay] = (), **curves: Any) -> Figure:
     """A new figure of :func:`draw_abstraction` (same keyword arguments), ``measured`` on top."""
-    figure, axes = _figure()
-    draw_abstraction(axes, **curves)
-    add_overlays(axes, measured)
-    return figure
+    return _one_panel(draw_abstraction, measured, curves)
 
 
 def plot_abstraction(
@@ -377,10 +371,7 @@ def draw_ssd(
 
 def ssd_figure(*, measured: Sequence[Overlay] = (), **curves: Any) -> Figure:
     """A new figure of :func:`draw_ssd` (same keyword arguments), ``measured`` on top."""
-    figure, axes = _figure()
-    draw_ssd(axes, **curves)
-    add_overlays(axes, measured)
-    return figure
+    return _one_panel(draw_ssd, measured, curves)
 
 
 def plot_ssd(
@@ -413,6 +404,16 @@ def _parameter_text(parameters: Mapping[str, float] | None) -> str:
     if not parameters:
         return ""
     return "\n" + ", ".join(f"{name} = {value:g}" for name, value in parameters.items())
+
+
+def _one_panel(
+    draw: Callable[..., None], measured: Sequence[Overlay], curves: Mapping[str, Any]
+) -> Figure:
+    """A new one-panel figure drawn by ``draw(axes, **curves)``, ``measured`` on top."""
+    figure, axes = _figure()
+    draw(axes, **curves)
+    add_overlays(axes, measured)
+    return figure
 
 
 def _figure() -> tuple[Figure, Axes]:

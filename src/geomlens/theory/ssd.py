@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -118,19 +119,15 @@ def bound(
     loss_bound, mismatch, sparse_dimension = _common_terms(P, m, V, risk, eps_loss, eta, delta, a)
     complexity = loss_bound * math.sqrt((sparse_dimension + math.log(2.0 / delta)) / (2.0 * N))
     confidence = loss_bound * math.sqrt(math.log(4.0 / delta) / (2.0 * N))
-    total = risk + eps_loss + mismatch + complexity + confidence
-    threshold = math.log2(V)
     return SSDBound(
         empirical_risk=risk,
         eps_loss=eps_loss,
         pool_mismatch=mismatch,
         complexity=complexity,
         confidence=confidence,
-        total=total,
-        vacuity_threshold=threshold,
-        non_vacuous=total < threshold,
         loss_bound=loss_bound,
         ssd=sparse_dimension,
+        **_against_uniform_guess(risk + eps_loss + mismatch + complexity + confidence, V),
     )
 
 
@@ -180,10 +177,20 @@ def _common_terms(
     _check_nonnegative("eps_loss", eps_loss)
     if not 0.0 <= eta <= 1.0:
         raise ValueError(f"eta is a fraction of sequences: expected 0 <= eta <= 1, got {eta}")
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta is a failure probability: expected 0 < delta < 1, got {delta}")
+    _check_delta(delta)
     loss_bound = smoothed_loss_bound(V, a)
     return loss_bound, loss_bound * eta, ssd(P, m)
+
+
+def _against_uniform_guess(total: float, V: float) -> dict[str, Any]:
+    """The fields of either form that set U (``total``) against log2 V, a uniform guess."""
+    threshold = math.log2(V)
+    return {"total": total, "vacuity_threshold": threshold, "non_vacuous": total < threshold}
+
+
+def _check_delta(delta: float) -> None:
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta is a failure probability: expected 0 < delta < 1, got {delta}")
 
 
 def _check_pool(P: float, m: float) -> None:
@@ -277,19 +284,15 @@ def released_bound(
     _check_sample_size(N)
     loss_bound, slopes = _released_terms(k, m, V, risk, eps_loss, delta, a)
     complexity, k_union, confidence = (loss_bound * s / math.sqrt(N) for s in slopes)
-    total = risk + eps_loss + complexity + k_union + confidence
-    threshold = math.log2(V)
     return ReleasedCodeBound(
         empirical_risk=risk,
         eps_loss=eps_loss,
         complexity=complexity,
         k_union=k_union,
         confidence=confidence,
-        total=total,
-        vacuity_threshold=threshold,
-        non_vacuous=total < threshold,
         loss_bound=loss_bound,
         sparse_dimension=ssd(k, m) if k > 0 else 0.0,
+        **_against_uniform_guess(risk + eps_loss + complexity + k_union + confidence, V),
     )
 
 
@@ -322,8 +325,7 @@ def _released_terms(
     _check_pool(k, m)
     _check_nonnegative("risk", risk)
     _check_nonnegative("eps_loss", eps_loss)
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta is a failure probability: expected 0 < delta < 1, got {delta}")
+    _check_delta(delta)
     loss_bound = smoothed_loss_bound(V, a)
     dimension = ssd(k, m) if k > 0 else 0.0
     # For k < √(6δ)/π (a dictionary that almost never fires) the union term's logarithm turns

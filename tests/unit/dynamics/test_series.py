@@ -10,7 +10,7 @@ import torch
 
 import geomlens as gl
 from geomlens.dynamics import series as series_module
-from geomlens.dynamics.schedule import spec_steps, thin_indices
+from geomlens.experiments.checkpoint_steps import spec_steps, thin_indices
 
 
 def test_a_trainer_folder_gives_its_checkpoints_in_step_order(tiny_lm_run):

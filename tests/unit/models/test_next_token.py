@@ -10,9 +10,9 @@ import torch
 from helpers.tiny_models import tiny_decoder, tiny_gpt2, tiny_hooked_transformer, tiny_llama
 
 import geomlens.models.next_token as next_token
+from geomlens.hooks.sites import LAST_LOGITS_SITE, LOGITS_SITE, NEXT_TOKEN_SITE
 from geomlens.inputs.encoding import encode_token_ids
 from geomlens.models.nnsight import NNsightAdapter
-from geomlens.models.sites import LAST_LOGITS_SITE, LOGITS_SITE, NEXT_TOKEN_SITE
 from geomlens.models.transformer_lens import TransformerLensAdapter
 
 RTOL = 1e-6

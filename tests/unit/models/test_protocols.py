@@ -1,7 +1,7 @@
-"""``models.protocols.ModelAdapter`` is the part of ``Adapter`` that the batch loop and the
-linearisation read (they name the protocol so as not to import the class). Every member the
-protocol declares must be on ``Adapter`` with the same signature (attributes and properties
-with the same type), so that a member added to the protocol alone, or a signature changed on
+"""``inputs.adapter_protocol.ModelAdapter`` is the part of ``Adapter`` that the batch loop, the
+linearisation and the resumed pass read (they name the protocol so as not to import the class).
+Every member the protocol declares must be on ``Adapter`` with the same signature (attributes
+and properties with the same type), so that a member added to the protocol alone, or a signature changed on
 one side only, fails here rather than at a user's run. ``Adapter`` may have more members: the
 protocol is deliberately the subset those modules use."""
 
@@ -12,9 +12,9 @@ from typing import Protocol
 
 import torch
 
+from geomlens.inputs.adapter_protocol import ModelAdapter
 from geomlens.inputs.encoding import ModelInputs
 from geomlens.models.adapter import Adapter
-from geomlens.models.protocols import ModelAdapter
 
 
 def public_members(cls: type) -> dict[str, str]:

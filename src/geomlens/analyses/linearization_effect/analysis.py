@@ -42,6 +42,7 @@ from geomlens.analyses.concept_geometry import (
     task_rng,
 )
 from geomlens.formatting import human_name, number
+from geomlens.hooks.sites import NEXT_TOKEN_SITE
 from geomlens.inputs.pooling import pool_tokens
 from geomlens.interventions.linearize import (
     MODES,
@@ -51,7 +52,6 @@ from geomlens.interventions.linearize import (
 )
 from geomlens.interventions.resume import capture_from_layer, resume_site_for
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
-from geomlens.models.sites import NEXT_TOKEN_SITE
 from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 

@@ -32,11 +32,11 @@ from geomlens.analyses.sae_features.splicing import (
     smoothed_bits_from_log_probs,
 )
 from geomlens.analyses.sae_features.summary import headline_first, summarize_site, tokens_note
+from geomlens.hooks.sites import NEXT_TOKEN_SITE
 from geomlens.inputs.content_tokens import TokenSelection, select_tokens, special_token_ids
 from geomlens.inputs.encoding import ModelInputs, to_device
 from geomlens.interventions.resume import capture_from_layer, resume_site_for
 from geomlens.models.adapter import LOGITS_SITE, Adapter, layer_of
-from geomlens.models.sites import NEXT_TOKEN_SITE
 from geomlens.models.widths import expected_widths
 from geomlens.results import Result
 

@@ -33,8 +33,8 @@ from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
 from geomlens.formatting import distance_unit
+from geomlens.hooks.sites import LAST_LOGITS_SITE
 from geomlens.models.adapter import Adapter
-from geomlens.models.sites import LAST_LOGITS_SITE
 from geomlens.results import Result
 
 from . import DECLARATION

@@ -1,8 +1,10 @@
 """What the code below the adapters needs of one, as a protocol.
 
-The batch loop and linearisation run under :class:`~geomlens.models.adapter.Adapter`
-(``Adapter.linearize`` calls them), so they name the adapter by this protocol rather than by
-importing the class: no file of ``models/`` or ``inputs/`` imports one that imports it back.
+The batch loop (:mod:`geomlens.inputs.batches`), linearisation and the resumed pass
+(:mod:`geomlens.interventions`) run under :class:`~geomlens.models.adapter.Adapter`
+(``Adapter.encode`` and ``Adapter.linearize`` call into them), so they name the adapter by this
+protocol rather than by importing the class: neither ``inputs/`` nor ``interventions/`` imports
+``models/``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class ModelAdapter(Protocol):
     ) -> ModelInputs: ...
 
     def capture(self, inputs: ModelInputs, sites: Sequence[str]) -> dict[str, torch.Tensor]: ...
+
+    @property
+    def active_edits(self) -> list[tuple[str, EditFn]]: ...
 
     @contextlib.contextmanager
     def intervene(self, site: str, edit: EditFn) -> Iterator[None]:

@@ -1,7 +1,8 @@
-"""Canonical site names (TransformerLens hook names) and what a name says: its block, its order.
+"""Site names, where activations are read and edited: the canonical names (TransformerLens hook
+names) and what a name says (its block, its order), and ``module:PATH`` sites.
 
-The lowest module of ``models/``: the adapters, the architecture tables and linearisation all
-read these names, so they import nothing else of geomlens.
+Below ``models/`` and ``interventions/``: the adapters, the architecture tables, linearisation
+and the resumed pass all read these names, so this module imports nothing of geomlens.
 """
 
 from __future__ import annotations
@@ -46,3 +47,25 @@ def layer_of(site: str) -> int | None:
     """The block index a canonical site belongs to, or None for ``hook_embed``."""
     match = re.match(r"blocks\.(\d+)\.", site)
     return int(match.group(1)) if match else None
+
+
+#: A site ``module:PATH`` is the output of the submodule at torch path ``PATH``, in any model
+#: (see :mod:`geomlens.models.module_sites`).
+MODULE_SITE_PREFIX = "module:"
+
+
+def is_module_site(site: str) -> bool:
+    """Whether ``site`` names a module path (``module:PATH``) rather than a canonical site."""
+    return site.startswith(MODULE_SITE_PREFIX)
+
+
+def module_site(path: str) -> str:
+    """The site name of the submodule at torch path ``path``."""
+    return MODULE_SITE_PREFIX + path
+
+
+def module_path(site: str) -> str:
+    """The torch path a ``module:PATH`` site names."""
+    if not is_module_site(site):
+        raise ValueError(f"{site!r} is not a module site; module sites read 'module:PATH'.")
+    return site[len(MODULE_SITE_PREFIX) :]
