@@ -11,7 +11,7 @@ summary agree:
 * :func:`duration`: seconds as ``55 s`` or ``5 min 30 s``.
 
 A metric's words, unit and guards belong to its analysis's declaration: they are written by
-:mod:`geomlens.analyses.metric_words`, which calls these for the numbers.
+:mod:`geomlens.analyses.words.metric_words`, which calls these for the numbers.
 """
 
 from __future__ import annotations

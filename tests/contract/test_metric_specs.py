@@ -4,9 +4,9 @@ and the report's headlines, the number formatting and the guards read them."""
 from __future__ import annotations
 
 import geomlens as gl
-from geomlens.analyses.metric_words import metric_name, metric_unit, metric_value
 from geomlens.analyses.registry import builtin_analyses, register_analysis
 from geomlens.analyses.spec import MetricSpec
+from geomlens.analyses.words.metric_words import metric_name, metric_unit, metric_value
 from geomlens.report.readings import headline_names
 
 

@@ -87,7 +87,7 @@ def test_masked_moments_equal_selected_rows(select):
 def test_pooled_rows_stay_on_the_device_until_finalize():
     """similarity and resolution keep each batch's pooled vectors where they were computed
     (here the meta device, which cannot be read); a real device's rows come back in finalize."""
-    from geomlens.analyses.pooled import PooledRows
+    from geomlens.analyses.similarity.pooled import PooledRows
 
     rows = PooledRows()
     rows.add("site", np.arange(3), torch.zeros(3, 4, device="meta"))  # reading would raise

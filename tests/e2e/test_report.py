@@ -14,8 +14,8 @@ from helpers.xdist_groups import QUICK_REPORT
 from typer.testing import CliRunner
 
 import geomlens as gl
-from geomlens.analyses.guards import is_null
 from geomlens.analyses.registry import ANALYSES, builtin_analyses
+from geomlens.analyses.words.guards import is_null
 from geomlens.cli import app
 from geomlens.data.dataset import Dataset
 from geomlens.formatting import number

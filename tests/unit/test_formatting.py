@@ -11,7 +11,7 @@ import pytest
 
 import geomlens as gl
 from geomlens.analyses import registry  # noqa: F401  (the metric specs' words and units)
-from geomlens.analyses.metric_words import metric_label, metric_value
+from geomlens.analyses.words.metric_words import metric_label, metric_value
 from geomlens.formatting import distance_unit, duration, human_name, number, quantity
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")

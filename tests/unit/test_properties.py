@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import special_ortho_group
 
 import geomlens as gl
-from geomlens.analyses.concept_geometry import abstraction_scores, pairwise_alpha
+from geomlens.analyses.statistics.concept_state import abstraction_scores, pairwise_alpha
 from geomlens.theory import abstraction, resolution
 
 unit = st.floats(0.0, 1.0, allow_nan=False)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import geomlens as gl
-from geomlens.analyses.profile_fits import FAMILIES, chosen_fit, fit_family, fitted_g
+from geomlens.analyses.resolution.profile_fits import FAMILIES, chosen_fit, fit_family, fitted_g
 from geomlens.atomic_files import atomic_save_figure, atomic_write_text
 from geomlens.data import stimuli
 from geomlens.data.choice_sets import has_chat_template, in_chat_template

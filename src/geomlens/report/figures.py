@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from geomlens.analyses.guards import AT_CHANCE, at_chance
+from geomlens.analyses.words.guards import AT_CHANCE, at_chance
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.report.readings import layer_label, number, per_site
 from geomlens.results import Result

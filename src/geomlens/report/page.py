@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geomlens.analyses.metric_words import (
+from geomlens.analyses.registry import analysis_class
+from geomlens.analyses.words.metric_words import (
     metric_label,
     metric_name,
     metric_spec,
     metric_unit,
     metric_value,
 )
-from geomlens.analyses.registry import analysis_class
 from geomlens.formatting import duration, layer_label, number, split_metric
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection

@@ -11,8 +11,8 @@ with none, a plain list of its main metrics. Headlines are the metrics whose spe
 from __future__ import annotations
 
 from geomlens.analyses.declaration import Declaration
-from geomlens.analyses.metric_words import metric_label, metric_name, metric_value
-from geomlens.analyses.reading_words import per_site
+from geomlens.analyses.words.metric_words import metric_label, metric_name, metric_value
+from geomlens.analyses.words.reading_words import per_site
 from geomlens.formatting import layer_label, number
 from geomlens.results import Result
 

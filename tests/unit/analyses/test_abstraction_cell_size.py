@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.analyses.alpha_scores import ROW_SHUFFLE, SIGN_FLIP, alpha_draws
+from geomlens.analyses.statistics.alpha_scores import ROW_SHUFFLE, SIGN_FLIP, alpha_draws
 
 D = 200
 NORM2 = 4.0  # |t_c|²

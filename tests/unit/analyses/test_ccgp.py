@@ -8,7 +8,7 @@ import pytest
 
 import geomlens as gl
 from geomlens.analyses.ccgp import CCGP
-from geomlens.analyses.concept_geometry import context_splits
+from geomlens.analyses.statistics.concept_state import context_splits
 from geomlens.data.dataset import Dataset
 
 

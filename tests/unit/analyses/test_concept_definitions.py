@@ -16,7 +16,7 @@ import pytest
 from helpers.planted_concepts import planted_many_contexts
 
 import geomlens as gl
-from geomlens.analyses import alpha_scores
+from geomlens.analyses.statistics import alpha_scores
 from geomlens.data.concepts import english_concepts
 
 
@@ -214,7 +214,7 @@ def test_linearization_reading_gives_the_change_its_interval_and_its_cost(low, h
 
 # -- vectorised resampling equals the direct computation -------------------------------------
 def test_vectorised_bootstrap_and_dealt_null_equal_direct_loops():
-    from geomlens.analyses.alpha_scores import (
+    from geomlens.analyses.statistics.alpha_scores import (
         across_contexts_null,
         bootstrap_alphas,
         difference_cosines,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.analyses.duplicates import DuplicateRowsError, duplicate_groups
+from geomlens.analyses.statistics.duplicates import DuplicateRowsError, duplicate_groups
 
 
 def noisy_concepts(*, k: int = 4, d: int = 64, n: int = 12, seed: int = 0):

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from geomlens.analyses.declaration import Declaration
-from geomlens.analyses.guards import (
+from geomlens.analyses.registry import ANALYSES, register_declaration
+from geomlens.analyses.spec import MetricSpec
+from geomlens.analyses.words.guards import (
     AT_CHANCE,
     at_chance,
     below_uniform_loss,
@@ -23,9 +25,7 @@ from geomlens.analyses.guards import (
     resolved_scale,
     within,
 )
-from geomlens.analyses.metric_words import metric_value
-from geomlens.analyses.registry import ANALYSES, register_declaration
-from geomlens.analyses.spec import MetricSpec
+from geomlens.analyses.words.metric_words import metric_value
 from geomlens.results import Result
 
 SITE = "blocks.2.hook_resid_post"
@@ -155,7 +155,7 @@ def test_the_scale_guard_reads_the_range_and_grid_of_the_measured_profile():
 
 def test_a_probe_accuracy_within_coin_flips_is_at_chance_and_one_beyond_them_is_read():
     # Two tasks of 100 test predictions: coin flips reach 0.5 ± 1.96·√(2·¼/100)/2 = ± 0.069.
-    from geomlens.analyses.guards import probe_at_chance, probe_chance_half_width
+    from geomlens.analyses.words.guards import probe_at_chance, probe_chance_half_width
 
     splits = [{"site": SITE, "task": t, "accuracy": 0.5, "n_test": 50} for t in "aabb"]
     key = f"{SITE}.ccgp"

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.analyses.metric_words import metric_value
 from geomlens.analyses.resolution import ResolutionConfig
+from geomlens.analyses.words.metric_words import metric_value
 from geomlens.report.readings import read
 
 SITE = "blocks.0.hook_resid_post"
@@ -154,7 +154,7 @@ def test_a_scale_the_data_cannot_tell_from_the_search_edge_is_a_bound_whatever_t
     loss is flat there and which point of the plateau the search returned used to depend on
     rounding (the same fit read 'low' on one backend and 0.258 on another). It is a bound
     however the profile is perturbed at the rounding level."""
-    from geomlens.analyses.profile_fits import fit_family
+    from geomlens.analyses.resolution.profile_fits import fit_family
 
     distances = np.arange(1.0, 10.0)
     counts = np.arange(9.0, 0.0, -1.0)

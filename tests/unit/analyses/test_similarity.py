@@ -9,8 +9,8 @@ from helpers.planted_kernels import kernel_features
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
-from geomlens.analyses.choices import recover_similarity
 from geomlens.analyses.similarity import Similarity
+from geomlens.analyses.similarity.choices import recover_similarity
 from geomlens.data import distances, stimuli
 from geomlens.data.dataset import Dataset, as_dataset
 from geomlens.data.prompts import choice_prompts

@@ -9,7 +9,7 @@ from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 from typer.testing import CliRunner
 
 import geomlens as gl
-from geomlens.analyses.choices import _by_trial, _trial_bootstrap, choice_accuracy
+from geomlens.analyses.similarity.choices import _by_trial, _trial_bootstrap, choice_accuracy
 from geomlens.data import choice_sets, stimuli
 from geomlens.data.dataset import Dataset
 from geomlens.data.prompts import choice_prompts

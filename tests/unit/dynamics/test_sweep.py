@@ -159,7 +159,7 @@ def test_without_data_the_first_analysiss_shipped_data(tiny_lm_run):
     vocabulary holds none of their words, so its tokenizer reads the rows of a set alike (one
     unknown token each): abstraction refuses them as duplicates, naming a shipped set and
     saying why, rather than measuring α on copies."""
-    from geomlens.analyses.duplicates import DuplicateRowsError
+    from geomlens.analyses.statistics.duplicates import DuplicateRowsError
     from geomlens.data.concepts import english_concepts
 
     shipped = set(english_concepts()["task"])

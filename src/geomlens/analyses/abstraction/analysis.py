@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.alpha_scores import (
+from geomlens.analyses.abstraction.figures import legend_with_styles, plot_by_layer
+from geomlens.analyses.statistics.alpha_scores import (
     NULLS,
     AlphaDraws,
     TaskRows,
@@ -33,16 +34,14 @@ from geomlens.analyses.alpha_scores import (
     site_null_p95,
     summarise_alpha,
 )
-from geomlens.analyses.concept_geometry import (
+from geomlens.analyses.statistics.concept_state import (
     ConceptAnalysis,
     ConceptState,
-    legend_with_styles,
-    plot_by_layer,
     site_averages,
     site_tasks,
     task_rng,
 )
-from geomlens.analyses.duplicates import refuse_duplicates
+from geomlens.analyses.statistics.duplicates import refuse_duplicates
 from geomlens.results import Result
 
 #: Per-task columns averaged into ``<site>.<column>`` (the interval and the null's 95th

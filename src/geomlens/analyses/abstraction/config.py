@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geomlens.analyses.alpha_scores import DEFAULT_HALF_SPLITS, NULLS
 from geomlens.analyses.declaration import AnalysisConfig, option
+from geomlens.analyses.statistics.alpha_scores import DEFAULT_HALF_SPLITS, NULLS
 
 
 @dataclass

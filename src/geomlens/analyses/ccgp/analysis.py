@@ -21,16 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.concept_geometry import (
+from geomlens.analyses.abstraction.figures import legend_with_styles, plot_by_layer
+from geomlens.analyses.statistics.concept_state import (
     ConceptAnalysis,
     ConceptState,
-    legend_with_styles,
-    plot_by_layer,
     site_averages,
     site_tasks,
 )
-from geomlens.analyses.duplicates import refuse_duplicates
-from geomlens.analyses.probe_scores import ccgp_scores
+from geomlens.analyses.statistics.duplicates import refuse_duplicates
+from geomlens.analyses.statistics.probe_scores import ccgp_scores
 from geomlens.results import Result
 
 from . import DECLARATION

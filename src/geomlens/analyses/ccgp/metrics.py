@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from geomlens.analyses.guards import probe_at_chance
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.words.guards import probe_at_chance
 
 #: A CCGP within the range coin flips reach on the same test rows is at chance, not a finding.
 AT_CHANCE = probe_at_chance()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.reading_words import (
+from geomlens.analyses.words.reading_words import (
     extremes,
     layer_label,
     mean_of,

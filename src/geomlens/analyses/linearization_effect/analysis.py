@@ -24,7 +24,7 @@ from geomlens.analyses.abstraction.analysis import (
     comparable_tasks,
     site_alpha_metrics,
 )
-from geomlens.analyses.alpha_scores import AlphaDraws, site_mean_interval
+from geomlens.analyses.abstraction.figures import legend_with_styles, plot_by_layer
 from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.analyses.ccgp.analysis import (
     CCGP_COLUMNS,
@@ -32,12 +32,11 @@ from geomlens.analyses.ccgp.analysis import (
     plot_ccgp,
     site_ccgp_metrics,
 )
-from geomlens.analyses.concept_geometry import (
+from geomlens.analyses.statistics.alpha_scores import AlphaDraws, site_mean_interval
+from geomlens.analyses.statistics.concept_state import (
     ConceptState,
     concept_sites,
     default_concept_data,
-    legend_with_styles,
-    plot_by_layer,
     site_tasks,
     task_rng,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.guards import probe_at_chance
-from geomlens.analyses.reading_words import (
+from geomlens.analyses.words.guards import probe_at_chance
+from geomlens.analyses.words.reading_words import (
     direction,
     interval,
     layer_label,

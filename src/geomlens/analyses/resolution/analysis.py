@@ -4,7 +4,7 @@ Built on ``similarity`` (same state, same one pass over every site). The measure
 fitted with its own g(0) = 1 (a stimulus with itself; no free amplitude divides out the
 first drop) by step, linear, exponential and Gaussian families, a two-scale family (a sharp
 first drop and a slow tail) and a flat one (no resolution): see
-:mod:`geomlens.analyses.profile_fits`. The lowest AIC wins; ε, the half-width (where g is
+:mod:`geomlens.analyses.resolution.profile_fits`. The lowest AIC wins; ε, the half-width (where g is
 halfway from 1 to its far level, the same point of every family's curve), Δ (a noise floor in
 [0, 1]) and the centring offset get percentile bootstrap intervals over stimuli. Beside them:
 the measured similarity lost within the first bin (``amplitude``) and g at d = 0 across
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from geomlens.analyses.profile_fits import (
+from geomlens.analyses.resolution.profile_fits import (
     FAMILIES,
     HALF_WIDTH,
     Fit,
@@ -84,7 +84,7 @@ SCALE_NOTE = (
 
 def normalised_g(family: str, epsilon: float, delta: float) -> Callable[[np.ndarray], np.ndarray]:
     """Deprecated (kept for one release): g = (1 − Δ) shape(d/ε) + Δ; use ``Fit.g()`` or
-    :func:`geomlens.analyses.profile_fits.fitted_g`, which also take the two-scale family."""
+    :func:`geomlens.analyses.resolution.profile_fits.fitted_g`, which also take the two-scale family."""
     warnings.warn(
         "resolution.normalised_g is deprecated; use Fit.g() or profile_fits.fitted_g",
         DeprecationWarning,

@@ -1,15 +1,19 @@
 """The resolution analysis's metrics: words, units, headlines (see :class:`~geomlens.analyses.spec.MetricSpec`).
 
 Every scale carries the guard that shows it as "< d₁" (below the grid's first distance),
-a search bound or beyond the stimulus range instead of a number (see :mod:`geomlens.analyses.scale_guards`)."""
+a search bound or beyond the stimulus range instead of a number (see :mod:`geomlens.analyses.words.scale_guards`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from geomlens.analyses.guards import resolved_scale
-from geomlens.analyses.scale_guards import bounded_ball, floor_by_construction, unresolved_scale
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.words.guards import resolved_scale
+from geomlens.analyses.words.scale_guards import (
+    bounded_ball,
+    floor_by_construction,
+    unresolved_scale,
+)
 from geomlens.formatting import distance_unit
 
 #: A censored scale reads "< d₁ …" or "> bound …"; an uncensored one (a fitted ε may lie anywhere

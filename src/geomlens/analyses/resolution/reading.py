@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.metric_words import metric_value
-from geomlens.analyses.reading_words import (
+from geomlens.analyses.words.metric_words import metric_value
+from geomlens.analyses.words.reading_words import (
     across_texts_words,
     layer_label,
     missing,

@@ -15,7 +15,7 @@ Behavioural mode (``mode="behavioural"``, generative models): each row is a mult
 prompt (see :func:`geomlens.data.prompts.choice_prompts`); the next-token logits of the option
 tokens, renormalised over the options, give the choice probabilities D_i, from which p_S^n and
 p_I^n are measured directly and g is recovered up to scale (see
-:mod:`geomlens.analyses.choices`).
+:mod:`geomlens.analyses.similarity.choices`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from geomlens.analyses.base import Analysis, Batch
-from geomlens.analyses.choices import LOGITS_SITE, ChoiceRecords
-from geomlens.analyses.duplicates import refuse_duplicates
-from geomlens.analyses.pooled import PooledRows, StimulusRepresentations
+from geomlens.analyses.similarity.choices import LOGITS_SITE, ChoiceRecords
+from geomlens.analyses.similarity.pooled import PooledRows, StimulusRepresentations
+from geomlens.analyses.statistics.duplicates import refuse_duplicates
 from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years

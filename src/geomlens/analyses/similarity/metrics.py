@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from geomlens.analyses.guards import at_chance
-from geomlens.analyses.scale_guards import few_pairs
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.words.guards import at_chance
+from geomlens.analyses.words.scale_guards import few_pairs
 
 #: A bin mean from fewer pairs than this is shown with its count, not read.
 MIN_PAIRS = 10

@@ -12,7 +12,6 @@ Formulas: docs/abstraction.md.
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -21,14 +20,18 @@ import numpy as np
 import torch
 
 from geomlens.analyses.abstraction.config import ConceptConfig
-from geomlens.analyses.alpha_scores import alpha_draws, summarise_alpha
-from geomlens.analyses.alpha_scores import pairwise_alpha as pairwise_alpha  # re-exported
 from geomlens.analyses.base import Analysis, Batch
-from geomlens.analyses.probe_scores import ccgp_scores as ccgp_scores  # re-exported
-from geomlens.analyses.probe_scores import context_splits as context_splits  # re-exported
+from geomlens.analyses.statistics.alpha_scores import alpha_draws, summarise_alpha
+from geomlens.analyses.statistics.alpha_scores import (
+    pairwise_alpha as pairwise_alpha,  # re-exported
+)
+from geomlens.analyses.statistics.probe_scores import ccgp_scores as ccgp_scores  # re-exported
+from geomlens.analyses.statistics.probe_scores import (
+    context_splits as context_splits,  # re-exported
+)
 from geomlens.inputs.encoding import to_device
 from geomlens.inputs.pooling import pool_tokens
-from geomlens.models.adapter import Adapter, layer_of
+from geomlens.models.adapter import Adapter
 from geomlens.plain_state import state_class
 
 #: Task name given to rows of data without a ``task`` column.
@@ -298,7 +301,7 @@ def abstraction_scores(
 ) -> dict[str, float]:
     """α, its bootstrap CI over contexts (NaN with fewer than three contexts) and the
     label-shuffle nulls, from class means ``[2, k, d]`` (concept value × context); see
-    :mod:`geomlens.analyses.alpha_scores`."""
+    :mod:`geomlens.analyses.statistics.alpha_scores`."""
     draws = alpha_draws(means, rng, n_bootstrap=n_bootstrap, n_shuffles=n_shuffles)
     return summarise_alpha(draws, confidence=confidence, null=null)
 
@@ -339,64 +342,3 @@ def site_tasks(rows: list[dict[str, Any]], columns: Sequence[str]) -> list[dict[
                 entry[f"{column}_tasks"] = ", ".join(defined)
         table.append(entry)
     return table
-
-
-def layer_position(site: str, fallback: int) -> int:
-    """Where a site goes on a by-layer axis (its block index, else its order)."""
-    layer = layer_of(site)
-    return fallback if layer is None else layer
-
-
-def task_colour(task: str, tasks: Sequence[str]) -> Any:
-    """One colour per task, the same in every panel and condition (up to 20 distinct)."""
-    import matplotlib
-
-    ordered = sorted(set(tasks))
-    palette = matplotlib.colormaps["tab10" if len(ordered) <= 10 else "tab20"]
-    return palette(ordered.index(task) % palette.N)
-
-
-def plot_by_layer(
-    axis: Any,
-    rows: list[dict[str, Any]],
-    column: str,
-    *,
-    linestyle: str = "-",
-    labelled: bool = True,
-    band: tuple[str, str] | None = None,
-) -> None:
-    """One line per task: ``column`` against the layer of each site (labelled by task name)."""
-    from matplotlib.ticker import MaxNLocator
-
-    order = {s: i for i, s in enumerate(dict.fromkeys(r["site"] for r in rows))}
-    tasks = [r["task"] for r in rows]
-    for task in dict.fromkeys(tasks):
-        mine = sorted(
-            (r for r in rows if r["task"] == task and r.get(column) is not None),
-            key=lambda r: layer_position(r["site"], order[r["site"]]),
-        )
-        if not mine:
-            continue
-        x = [layer_position(r["site"], order[r["site"]]) for r in mine]
-        colour = task_colour(task, tasks)
-        label = task if labelled else None
-        axis.plot(
-            x, [r[column] for r in mine], linestyle, color=colour, marker="o", ms=3, label=label
-        )
-        if band is not None:
-            # An undefined end (NaN, null in a result read back from JSON) leaves a gap.
-            low, high = ([math.nan if r.get(b) is None else r[b] for r in mine] for b in band)
-            axis.fill_between(x, low, high, alpha=0.15, color=colour)
-    axis.set_xlabel("layer")
-    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-
-
-def legend_with_styles(axis: Any, styles: dict[str, Any]) -> None:  # name: a line style
-    """The tasks' colours, then what each line style means, beside the axis."""
-    from matplotlib.lines import Line2D
-
-    handles, _ = axis.get_legend_handles_labels()
-    handles += [
-        Line2D([], [], color="black", linestyle=ls, label=name) for name, ls in styles.items()
-    ]
-    axis.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

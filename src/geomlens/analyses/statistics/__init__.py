@@ -1,0 +1,5 @@
+"""The statistics more than one analysis computes: the abstraction cosine's draws and
+corrections (``alpha_scores``), linear-probe scores (``probe_scores``), the per-concept state
+that abstraction, ccgp and linearization-effect fold batches into (``concept_state``), and the
+refusal of duplicate rows (``duplicates``). A statistic with one user lives in that analysis's
+folder."""
