@@ -38,11 +38,13 @@ def test_generated_package_has_the_entry_point_and_a_config(installed_demo):
     root, target = installed_demo
     pyproject = (root / "pyproject.toml").read_text()
     assert '[project.entry-points."geomlens.analyses"]' in pyproject
-    assert 'demo = "geomlens_demo"' in pyproject
+    assert 'demo = "geomlens_demo:DECLARATION"' in pyproject
     assert (target / "geomlens_demo" / "__init__.py").exists()
+    declared = (target / "geomlens_demo" / "__init__.py").read_text()
     assert (
-        "class DemoConfig(AnalysisConfig)" in (target / "geomlens_demo" / "__init__.py").read_text()
+        "class DemoConfig(AnalysisConfig)" in declared and "DECLARATION = Declaration(" in declared
     )
+    assert "import torch" not in declared  # listing reads the declaration without torch
 
 
 def test_installed_plugin_is_listed_from_a_fresh_process(installed_demo):
@@ -65,7 +67,7 @@ def test_generated_tests_pass_as_generated(installed_demo):
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     # Five patterns and one test per contract check; two checks skip with their reason (token
     # ids of one length have no padding; no second backend is given).
-    assert "15 passed, 2 skipped" in ran.stdout
+    assert "19 passed, 3 skipped" in ran.stdout
 
 
 @pytest.mark.parametrize(
