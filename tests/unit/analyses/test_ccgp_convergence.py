@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import geomlens as gl
-from geomlens.analyses import probe_scores
+from geomlens.analyses.statistics import probe_scores
 
 
 def noisy(*, k: int = 8, d: int = 60, n: int = 12, seed: int = 0):
