@@ -338,22 +338,17 @@ def _site_metrics(
 
 
 def _own_summary(
-    site: str,
-    similarity: str,
-    chosen: Fit,
-    g_first: float,
-    site_metrics: dict[str, float],
-    placement: dict[str, Any],
+    site: str, similarity: str, chosen: Fit, metrics: dict[str, float], placement: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``by_similarity`` row of the similarity measured (as :meth:`Resolution._summary`
-    gives for the other one)."""
+    gives for the other one), read from the site's ``metrics`` and its ``placement``."""
     return {
         "site": site,
         "similarity": similarity,
         "family": chosen.family,
-        "g_first": g_first,
-        "half_width": site_metrics[f"{site}.half_width"],
-        "half_width_censored": site_metrics[f"{site}.half_width_censored"],
+        "g_first": metrics[f"{site}.g_first"],
+        "half_width": metrics[f"{site}.half_width"],
+        "half_width_censored": metrics[f"{site}.half_width_censored"],
         "delta": chosen.delta,
         "offset": chosen.offset,
         "p_similarity": placement["p_similarity"],
@@ -599,9 +594,7 @@ class Resolution(Similarity):
         metrics.update(site_metrics)
         tables["placement"].append({"site": site, "family": chosen.family, **placement})
         # The same numbers with the other similarity, side by side (centring changes them).
-        mine = _own_summary(
-            site, config.similarity, chosen, float(first["mean"]), site_metrics, placement
-        )
+        mine = _own_summary(site, config.similarity, chosen, site_metrics, placement)
         theirs = (
             self._summary(companion, other, d1, seed)
             if companion is not None
