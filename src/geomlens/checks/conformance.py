@@ -284,6 +284,39 @@ def check_adapter(
             "sites with its Hugging Face hidden states. Read module sites with adapter.capture "
             "(docs/vision.md)."
         )
+    measured = _measure(adapter, prompts, sites)
+    checks = [_site_check(site, measured, rtol, state_rtol) for site in sites]
+    failing = [c.site for c in checks if not c.passed and c.site is not None]  # all per site
+    checks.extend(_whole_model_checks(measured, rtol, state_rtol))
+    checks.append(_refusal_check(adapter))
+    checks.append(
+        Check(
+            "sites",
+            not failing,
+            f"{len(sites)} sites checked" + (f"; failing: {', '.join(failing)}" if failing else ""),
+        )
+    )
+    hooks = adapter.hook_count()
+    checks.append(Check("no hooks left", hooks == 0, f"{hooks} hooks on the model"))
+    return checks
+
+
+@dataclass
+class _Measured:
+    """What the checks compare: the captured activations, the per-site errors of each
+    comparison, and what the site shapes are checked against."""
+
+    activations: dict[str, torch.Tensor]
+    padding: dict[PaddingSide, dict[str, float]]  # by padding side, then site
+    hidden: dict[str, float] | str  # a str says why the hidden states were not compared
+    offset: int  # hidden-state index of block 0's input
+    sums: dict[str, float]
+    widths: dict[str, int]
+    batch_shape: tuple[int, ...]
+
+
+def _measure(adapter: Adapter, prompts: Sequence[str], sites: list[str]) -> _Measured:
+    """Capture every site on right-padded prompts and measure each comparison once."""
     dataset = _dataset(adapter, prompts)
     inputs = adapter.encode(dataset, np.arange(len(dataset)), padding_side="right")
     activations = adapter.capture(inputs, sites)
@@ -295,51 +328,57 @@ def check_adapter(
     sums = additivity_errors(adapter, inputs, activations)
     widths = expected_widths(adapter)
     batch_shape = tuple(inputs.attention_mask.shape)
+    return _Measured(activations, padding, hidden, offset, sums, widths, batch_shape)
 
-    checks: list[Check] = []
-    for site in sites:
-        problems, facts = [], []
-        act = activations.get(site)
-        if act is None:
-            checks.append(
-                Check(site, False, "does not resolve: the capture returned nothing", site)
-            )
-            continue
-        shape = tuple(act.shape)
-        facts.append(f"shape {list(shape)}")
-        if len(shape) != 3 or shape[:2] != batch_shape:
-            problems.append(
-                f"shape {list(shape)} is not [batch, tokens, width] {list(batch_shape)}"
-            )
-        kind = width_kind(site)
-        if kind in widths and shape[-1] != widths[kind]:
-            problems.append(f"width {shape[-1]}, config says {kind} = {widths[kind]}")
-        pad = max(padding["right"][site], padding["left"][site])
-        facts.append(f"padding {pad:.0e}")
-        if pad > rtol:
-            problems.append(
-                f"padded batch differs from one-by-one by {pad:.1e} (relative; right "
-                f"{padding['right'][site]:.1e}, left {padding['left'][site]:.1e})"
-            )
-        if isinstance(hidden, dict) and site in hidden:
-            facts.append(f"own hidden state {hidden[site]:.0e}")
-            if hidden[site] > state_rtol:
-                layer = layer_of(site) or 0
-                index = (layer if site.endswith("resid_pre") else layer + 1) - offset
-                problems.append(
-                    f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
-                    f"of its scale (tolerance {state_rtol:.0e})"
-                )
-        if site in sums:
-            facts.append(f"sum of parts {sums[site]:.0e}")
-            if sums[site] > state_rtol:
-                problems.append(
-                    f"is not the sum of its parts (off by {sums[site]:.2g} of their scale; "
-                    f"tolerance {state_rtol:.0e})"
-                )
-        checks.append(Check(site, not problems, "; ".join(problems or facts), site))
 
-    failing = [c.site for c in checks if not c.passed and c.site is not None]  # all per site
+def _site_check(site: str, measured: _Measured, rtol: float, state_rtol: float) -> Check:
+    """One site's check: it resolves, its shape and width, padding, its own hidden state and
+    the sum of its parts, each against its tolerance; the detail lists the problems, or the
+    facts measured when there is none."""
+    act = measured.activations.get(site)
+    if act is None:
+        return Check(site, False, "does not resolve: the capture returned nothing", site)
+    problems, facts = [], []
+    shape, batch_shape, widths = tuple(act.shape), measured.batch_shape, measured.widths
+    facts.append(f"shape {list(shape)}")
+    if len(shape) != 3 or shape[:2] != batch_shape:
+        problems.append(f"shape {list(shape)} is not [batch, tokens, width] {list(batch_shape)}")
+    kind = width_kind(site)
+    if kind in widths and shape[-1] != widths[kind]:
+        problems.append(f"width {shape[-1]}, config says {kind} = {widths[kind]}")
+    right, left = measured.padding["right"][site], measured.padding["left"][site]
+    pad = max(right, left)
+    facts.append(f"padding {pad:.0e}")
+    if pad > rtol:
+        problems.append(
+            f"padded batch differs from one-by-one by {pad:.1e} (relative; right "
+            f"{right:.1e}, left {left:.1e})"
+        )
+    hidden, sums = measured.hidden, measured.sums
+    if isinstance(hidden, dict) and site in hidden:
+        facts.append(f"own hidden state {hidden[site]:.0e}")
+        if hidden[site] > state_rtol:
+            layer = layer_of(site) or 0
+            index = (layer if site.endswith("resid_pre") else layer + 1) - measured.offset
+            problems.append(
+                f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
+                f"of its scale (tolerance {state_rtol:.0e})"
+            )
+    if site in sums:
+        facts.append(f"sum of parts {sums[site]:.0e}")
+        if sums[site] > state_rtol:
+            problems.append(
+                f"is not the sum of its parts (off by {sums[site]:.2g} of their scale; "
+                f"tolerance {state_rtol:.0e})"
+            )
+    return Check(site, not problems, "; ".join(problems or facts), site)
+
+
+def _whole_model_checks(measured: _Measured, rtol: float, state_rtol: float) -> list[Check]:
+    """The worst padding error of each side, the own-hidden-state and the sub-layer-sum
+    verdicts over all sites."""
+    padding, hidden, sums = measured.padding, measured.hidden, measured.sums
+    checks = []
     for side in ("right", "left"):
         worst_site = max(padding[side], key=padding[side].__getitem__)
         error = padding[side][worst_site]
@@ -377,16 +416,6 @@ def check_adapter(
                 f"{worst_sum} (tolerance {state_rtol:.0e})",
             )
         )
-    checks.append(_refusal_check(adapter))
-    checks.append(
-        Check(
-            "sites",
-            not failing,
-            f"{len(sites)} sites checked" + (f"; failing: {', '.join(failing)}" if failing else ""),
-        )
-    )
-    hooks = adapter.hook_count()
-    checks.append(Check("no hooks left", hooks == 0, f"{hooks} hooks on the model"))
     return checks
 
 

@@ -101,6 +101,58 @@ def sweep(
     :mod:`geomlens.dynamics.overlay`). Other keywords are ``gl.run`` options (``site=``,
     ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
     """
+    names = _checked_names(analyses, theory, time)
+    checkpoints = _checkpoints_of(series, backend, select, time)
+    if data is None:
+        data = checkpoints.default_data()
+    _fill_series_defaults(names, checkpoints, options)
+    run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
+    configs, own_options = _resolve_options(names, options)
+    level, exact = _theory_level(theory, names, checkpoints)
+    data_digest, keys_of = _cache_keys(
+        names, checkpoints, data, options, run_options, configs, seed
+    )
+    folder = Path(out).expanduser() if out is not None else None
+    if folder is not None:
+        _check_out(folder, checkpoints)
+    rank, world = _process()
+    if world > 1 and folder is None:
+        raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
+    record = _sweep_record(
+        names, checkpoints, options=options, run_options=run_options, configs=configs,
+        seed=seed, data_digest=data_digest, time=time, level=level,
+    )  # fmt: skip
+    _barrier(world)  # every rank has checked DIR before rank 0 writes into it
+    if folder is not None and rank == 0:
+        # Written first (every argument checked by now), so that a killed sweep's folder is
+        # recognised as one and resumed.
+        _write_json(folder / "sweep.json", record)
+    claims = _Claims(folder, rank, world)
+    in_memory: dict[str, dict[str, Result]] = {}
+    measured = _measure_all(
+        checkpoints, names, data, folder=folder, keys_of=keys_of, claims=claims,
+        in_memory=in_memory, force=force, configs=configs, own_options=own_options,
+        run_options=run_options, seed=seed, rank=rank,
+        show=(progress if progress is not None else True) and rank == 0,
+    )  # fmt: skip
+    claims.finish()
+    measured_by_all = _sum_over_ranks(len(measured), world)
+    if rank != 0:
+        return _follower_result(folder, measured, measured_by_all, world)
+    results_by_label = _collect(folder, checkpoints, names, in_memory)
+    rows, summary = _trajectory_rows(results_by_label, checkpoints, names, time, level, exact)
+    seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
+    outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds, measured_by_all)
+    if folder is not None:
+        record.update(state="complete", theory=summary)
+        _write_outputs(folder, record, outcome, names, figures)
+    _barrier(world)
+    return outcome
+
+
+def _checked_names(analyses: str | Sequence[str], theory: str, time: str) -> list[str]:
+    """The analyses' names, each known, with the theory level and time axis checked: every
+    argument that needs no checkpoint fails before a checkpoint is listed or loaded."""
     names = [analyses] if isinstance(analyses, str) else list(analyses)
     if not names:
         raise ValueError("No analysis given; name one or more (see `geomlens list`).")
@@ -110,6 +162,12 @@ def sweep(
         raise ValueError(f"Unknown theory level {theory!r}; use one of {', '.join(LEVELS)}.")
     if time not in TIME_AXES:
         raise ValueError(f"Unknown time axis {time!r}; use one of {', '.join(TIME_AXES)}.")
+    return names
+
+
+def _checkpoints_of(series: Any, backend: str | None, select: str | None, time: str) -> Series:
+    """The series' checkpoints (``select``-ed); ``time='lr-sum'`` needs Σ lr at every one, so a
+    series without it is refused before anything is measured."""
     checkpoints = series if isinstance(series, Series) else make_series(series, backend=backend)
     if select is not None:
         checkpoints = checkpoints.select(select)
@@ -118,16 +176,19 @@ def sweep(
             "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
             "experiment's run.json); use time='step'."
         )
-    if data is None:
-        data = checkpoints.default_data()
-    if "site" not in options and checkpoints.default_sites():
-        options["site"] = checkpoints.default_sites()
-    for name, value in checkpoints.default_options().items():
-        if name not in options and _takes_option(names, name):
-            options[name] = value
-    run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
-    configs, own_options = _resolve_options(names, options)
-    level, exact = _theory_level(theory, names, checkpoints)
+    return checkpoints
+
+
+def _cache_keys(
+    names: Sequence[str],
+    checkpoints: Series,
+    data: Any,
+    options: Mapping[str, Any],
+    run_options: Mapping[str, Any],
+    configs: dict[str, dict[str, Any]],
+    seed: int,
+) -> tuple[str, _Keys]:
+    """The data digest and the cache keys: what a stored Result must match to be reused."""
     # Without data, the first analysis's shipped data (as `geomlens run` does), made from the
     # first checkpoint loaded; its digest names the analysis and its options.
     data_digest = (
@@ -135,20 +196,55 @@ def sweep(
         if data is not None
         else "default:" + _digest([names[0], configs[names[0]]["config"]])
     )
-    folder = Path(out).expanduser() if out is not None else None
-    if folder is not None:
-        _check_out(folder, checkpoints)
-    rank, world = _process()
-    if world > 1 and folder is None:
-        raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
     shared = {
         "data": data_digest,
         "sites": _plain(options.get("site")),
         "seed": seed,
         "run_options": _plain(run_options),
     }
-    keys_of = _Keys(checkpoints, configs, shared)
-    record = {
+    return data_digest, _Keys(checkpoints, configs, shared)
+
+
+def _follower_result(
+    folder: Path | None, measured: list[tuple[str, list[str]]], measured_by_all: int, world: int
+) -> SweepResult:
+    """A rank other than 0 waits for rank 0 to write the table, then reads its rows back."""
+    _barrier(world)
+    rows = (
+        json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))["rows"]
+        if folder
+        else []
+    )
+    return SweepResult(rows, {}, folder, measured, measured_by_all=measured_by_all)
+
+
+def _fill_series_defaults(
+    names: Sequence[str], checkpoints: Series, options: dict[str, Any]
+) -> None:
+    """Fill ``options`` in place with what the series declares (its sites, its options) where
+    the caller gave none; an option no analysis takes is left out rather than refused."""
+    if "site" not in options and checkpoints.default_sites():
+        options["site"] = checkpoints.default_sites()
+    for name, value in checkpoints.default_options().items():
+        if name not in options and _takes_option(names, name):
+            options[name] = value
+
+
+def _sweep_record(
+    names: list[str],
+    checkpoints: Series,
+    *,
+    options: Mapping[str, Any],
+    run_options: Mapping[str, Any],
+    configs: Mapping[str, Mapping[str, Any]],
+    seed: int,
+    data_digest: str,
+    time: str,
+    level: str,
+) -> dict[str, Any]:
+    """The content of ``sweep.json`` while measuring (``state``, ``theory`` are updated once
+    the sweep completes); its key order is the file's."""
+    return {
         "format": FORMAT,
         "state": "measuring",
         "analyses": names,
@@ -161,17 +257,31 @@ def sweep(
         "series": checkpoints.describe(),
         "theory": {"level": level},
     }
-    _barrier(world)  # every rank has checked DIR before rank 0 writes into it
-    if folder is not None and rank == 0:
-        # Written first (every argument checked by now), so that a killed sweep's folder is
-        # recognised as one and resumed.
-        _write_json(folder / "sweep.json", record)
-    claims = _Claims(folder, rank, world)
-    measured: list[tuple[str, list[str]]] = []
-    in_memory: dict[str, dict[str, Result]] = {}
-    show = (progress if progress is not None else True) and rank == 0
+
+
+def _measure_all(
+    checkpoints: Series,
+    names: list[str],
+    data: Any,
+    *,
+    folder: Path | None,
+    keys_of: _Keys,
+    claims: _Claims,
+    in_memory: dict[str, dict[str, Result]],
+    force: bool,
+    configs: dict[str, dict[str, Any]],
+    own_options: dict[str, Any],
+    run_options: dict[str, Any],
+    seed: int,
+    rank: int,
+    show: bool,
+) -> list[tuple[str, list[str]]]:
+    """Measure every checkpoint with an analysis missing (or all, ``force``) that this process
+    claims, filling ``in_memory`` (and the folder); the (label, analyses) measured, in order.
+    ``data`` None: the first analysis's shipped data, made once from the first checkpoint."""
     from tqdm.auto import tqdm
 
+    measured: list[tuple[str, list[str]]] = []
     done = (
         0
         if force
@@ -219,17 +329,19 @@ def sweep(
             bar.set_postfix_str(f"{clock.perf_counter() - started:.2f} s/checkpoint")
     finally:
         bar.close()
-    claims.finish()
-    measured_by_all = _sum_over_ranks(len(measured), world)
-    if rank != 0:
-        _barrier(world)
-        rows = (
-            json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))["rows"]
-            if folder
-            else []
-        )
-        return SweepResult(rows, {}, folder, measured, measured_by_all=measured_by_all)
-    results_by_label = _collect(folder, checkpoints, names, in_memory)
+    return measured
+
+
+def _trajectory_rows(
+    results_by_label: Mapping[str, Mapping[str, Result]],
+    checkpoints: Series,
+    names: Sequence[str],
+    time: str,
+    level: str,
+    exact: Mapping[int | None, ExactAbstraction],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The long table's rows, in checkpoint then analysis order, and the theory summary; at
+    level ``none`` the theory columns are emptied, and a toy front adds its own columns."""
     pairs = []
     for checkpoint in checkpoints:
         for name in names:
@@ -250,13 +362,7 @@ def sweep(
         from geomlens.dynamics.toy_overlay import add_front_columns
 
         add_front_columns(rows)
-    seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
-    outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds, measured_by_all)
-    if folder is not None:
-        record.update(state="complete", theory=summary)
-        _write_outputs(folder, record, outcome, names, figures)
-    _barrier(world)
-    return outcome
+    return rows, summary
 
 
 # --- options, keys, cache ---------------------------------------------------------------------

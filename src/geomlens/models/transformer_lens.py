@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,30 @@ class _Tap:
     hook_point: HookPoint
     edits: list[tuple[str, EditFn]] = field(default_factory=list)
     capture_as: list[str] = field(default_factory=list)
+
+
+def _tap_hook(
+    key: int,
+    tap: _Tap,
+    captured: dict[str, torch.Tensor],
+    pending: set[int],
+    stop: bool,
+) -> Callable[[torch.Tensor, HookPoint], torch.Tensor]:
+    """The hook of one tap: its edits in order, then its captures; once no tap is pending and
+    ``stop``, it ends the pass (:class:`_StopForward`)."""
+
+    def hook(activation: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+        for site, edit in tap.edits:
+            activation = checked_edit(edit, activation, site)
+        for site in tap.capture_as:
+            # A copy: a later edit may change this tensor in place.
+            captured[site] = activation.detach().clone()
+        pending.discard(key)
+        if not pending and stop:
+            raise _StopForward
+        return activation
+
+    return hook
 
 
 class TransformerLensAdapter(Adapter):
@@ -379,34 +403,15 @@ class TransformerLensAdapter(Adapter):
         from_head = bool(reduced) and LOGITS_SITE not in sites and not logits_edited
         wants_logits = LOGITS_SITE in sites or (bool(reduced) and not from_head)
         hooked_sites = [site for site in sites if site != LOGITS_SITE and site not in HEAD_SITES]
-        taps: dict[int, _Tap] = {}
-        for site, edit in self.active_edits:
-            if site == LOGITS_SITE:
-                continue  # applied to the returned logits below
-            hook_point = points[site]
-            taps.setdefault(id(hook_point), _Tap(hook_point)).edits.append((site, edit))
-        for site in dict.fromkeys(hooked_sites):
-            hook_point = points[site]
-            taps.setdefault(id(hook_point), _Tap(hook_point)).capture_as.append(site)
-
+        taps = self._taps(points, hooked_sites)
         captured: dict[str, torch.Tensor] = {}
         pending = {key for key, tap in taps.items() if tap.capture_as}
-
-        def make_hook(key: int, tap: _Tap):
-            def hook(activation: torch.Tensor, hook: HookPoint) -> torch.Tensor:
-                for site, edit in tap.edits:
-                    activation = checked_edit(edit, activation, site)
-                for site in tap.capture_as:
-                    # A copy: a later edit may change this tensor in place.
-                    captured[site] = activation.detach().clone()
-                pending.discard(key)
-                if not pending and not wants_logits and not from_head:
-                    raise _StopForward
-                return activation
-
-            return hook
-
-        hooks = [(tap.hook_point, make_hook(key, tap)) for key, tap in taps.items()]
+        # The pass may end at the last capture only when nothing after it is wanted.
+        stop = not wants_logits and not from_head
+        hooks = [
+            (tap.hook_point, _tap_hook(key, tap, captured, pending, stop))
+            for key, tap in taps.items()
+        ]
         inputs = inputs.to(self.device)
         # The bridge's module tree does not reach the wrapped HF model's own top-level modules.
         wrapped = getattr(self.model, "original_model", None)
@@ -430,16 +435,7 @@ class TransformerLensAdapter(Adapter):
                     )
                 if wants_logits:
                     assert logits is not None  # the pass was asked for its logits
-                    for site, edit in self.active_edits:
-                        if site == LOGITS_SITE:
-                            logits = checked_edit(edit, logits, site)
-                    captured.update(
-                        head_sites(
-                            _identity, logits, inputs.input_ids, inputs.attention_mask, reduced
-                        )
-                    )
-                    if LOGITS_SITE in sites:
-                        captured[LOGITS_SITE] = logits.detach().clone()
+                    self._capture_logits(logits, inputs, sites, reduced, captured)
         missing = [site for site in sites if site not in captured]
         if missing:
             raise RuntimeError(
@@ -447,6 +443,39 @@ class TransformerLensAdapter(Adapter):
                 "their hooks did not fire."
             )
         return {site: captured[site] for site in sites}
+
+    def _taps(self, points: Mapping[str, HookPoint], hooked_sites: list[str]) -> dict[int, _Tap]:
+        """One tap per HookPoint touched: the active edits at it (logits' edits are applied to
+        the returned logits instead), then the sites captured there, each once."""
+        taps: dict[int, _Tap] = {}
+        for site, edit in self.active_edits:
+            if site == LOGITS_SITE:
+                continue  # applied to the returned logits
+            hook_point = points[site]
+            taps.setdefault(id(hook_point), _Tap(hook_point)).edits.append((site, edit))
+        for site in dict.fromkeys(hooked_sites):
+            hook_point = points[site]
+            taps.setdefault(id(hook_point), _Tap(hook_point)).capture_as.append(site)
+        return taps
+
+    def _capture_logits(
+        self,
+        logits: torch.Tensor,
+        inputs: ModelInputs,
+        sites: Sequence[str],
+        reduced: list[str],
+        captured: dict[str, torch.Tensor],
+    ) -> None:
+        """Edit the returned logits, then make the ``reduced`` head sites and the logits site
+        from them into ``captured``."""
+        for site, edit in self.active_edits:
+            if site == LOGITS_SITE:
+                logits = checked_edit(edit, logits, site)
+        captured.update(
+            head_sites(_identity, logits, inputs.input_ids, inputs.attention_mask, reduced)
+        )
+        if LOGITS_SITE in sites:
+            captured[LOGITS_SITE] = logits.detach().clone()
 
     def _scoring_head_hook(
         self, inputs: ModelInputs, reduced: list[str], captured: dict[str, torch.Tensor]

@@ -105,6 +105,18 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     sites = [s for s in p_s if s in p_i and not (math.isnan(p_s[s]) or math.isnan(p_i[s]))]
     figure, axes = _axes("Semantic resolution: where the model sits (n = 2 candidates)")
     front = resolution.pareto_front(401)
+    _draw_plane_curves(axes, front)
+    _draw_plane_sites(axes, source, sites, p_s, p_i)
+    save_figure(figure, path)
+    words = _plane_words(source, sites, p_s, p_i, front)
+    return TheoryFigure("Resolution against the universal front", path.name, words)
+
+
+def _draw_plane_curves(axes, front) -> None:
+    """The theory's curves on the plane: the universal front, the fronts with a noise floor Δ,
+    and Proposition 1's linear decay on a circle."""
+    from geomlens.theory import resolution
+
     axes.plot(front.p_s, front.p_i, color="k", label="universal front (Δ = 0, Theorem 1)")
     for delta, style in zip(resolution.NOISE_CURVES, (":", "-.", (0, (1, 3)))):
         noisy = resolution.pareto_front(401, delta=delta)
@@ -114,6 +126,15 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     b = np.linspace(0.0, 1.0, 401)
     decay_s, decay_i = resolution.linear_decay_circle(b)
     axes.plot(decay_s, decay_i, linestyle="--", label="linear decay on a circle (Prop. 1)")
+
+
+def _draw_plane_sites(
+    axes, source: Result, sites: list[str], p_s: dict[str, float], p_i: dict[str, float]
+) -> None:
+    """The model's sites on the plane (each with its fitted g's point beside it), the chance
+    line, the axes and the legend."""
+    from geomlens.theory import resolution
+
     theory_s = per_site(source, "p_similarity_theory")
     theory_i = per_site(source, "p_identification_theory")
     for colour, site in zip(_colours(len(sites)), sites):
@@ -128,7 +149,15 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
     axes.set_ylabel(resolution.PLANE_AXES[1])
     axes.plot([], [], " ", label=resolution.N2_MEANING)
     axes.legend(fontsize=7, loc="lower left")
-    save_figure(figure, path)
+
+
+def _plane_words(
+    source: Result, sites: list[str], p_s: dict[str, float], p_i: dict[str, float], front
+) -> list[str]:
+    """What the plane shows, then where the last site sits: at chance (no place read), or its
+    nearest point of the front and the regime read from ⟨b⟩."""
+    from geomlens.theory import resolution
+
     intro = (
         "Each dot is one site of the model: its similarity and identification accuracies "
         "measured on the stimuli. The black curve is what an all-or-nothing similarity "
@@ -137,43 +166,39 @@ def pareto_with_model(results: dict[str, Result], path: Path) -> TheoryFigure | 
         "Graded similarities can do better: the dashed curve is linear decay on a circle. "
         "n = 2: each test trial offers two candidates (chance is 1/2)."
     )
+    if not sites:
+        return ["The analysis gave no finite (p_S, p_I) point to place."]
+    last = sites[-1]
     chance = at_chance(0.5)
-    if sites and all(
-        chance(source, f"{sites[-1]}.{n}") for n in ("p_similarity", "p_identification")
-    ):
-        last = sites[-1]
-        words = [
+    if all(chance(source, f"{last}.{n}") for n in ("p_similarity", "p_identification")):
+        return [
             intro,
             f"The last site, {layer_label(last)}, is at chance on both tests (p_S "
             f"{number(p_s[last])}, p_I {number(p_i[last])}, each 95 % interval containing 1/2): "
             f"{AT_CHANCE}. Its place on the front and a regime are not read.",
         ]
-    elif sites:
-        last = sites[-1]
-        position = resolution.nearest_on_front(p_s[last], p_i[last], front)
-        words = [
-            intro,
-            f"The last site, {layer_label(last)}, is nearest to the front's point with "
-            f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
-            f"part of the front), at distance {number(float(position.distance))}.",
-        ]
-        mean_b = source.metrics.get(f"{last}.mean_b", math.nan)
-        if not math.isnan(mean_b):
-            agreement = source.metrics.get(f"{last}.regime_agreement", math.nan)
-            sure = (
-                ""
-                if math.isnan(agreement)
-                else f"; {100 * agreement:.0f} % of the bootstrap resamples agree"
-            )
-            words.append(
-                f"Its regime is read from ⟨b⟩ = {number(mean_b)} at the fitted half-width "
-                f"(interval {number(source.metrics.get(f'{last}.mean_b_ci_low', math.nan))} to "
-                f"{number(source.metrics.get(f'{last}.mean_b_ci_high', math.nan))}): "
-                f"{resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
-            )
-    else:
-        words = ["The analysis gave no finite (p_S, p_I) point to place."]
-    return TheoryFigure("Resolution against the universal front", path.name, words)
+    position = resolution.nearest_on_front(p_s[last], p_i[last], front)
+    words = [
+        intro,
+        f"The last site, {layer_label(last)}, is nearest to the front's point with "
+        f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
+        f"part of the front), at distance {number(float(position.distance))}.",
+    ]
+    mean_b = source.metrics.get(f"{last}.mean_b", math.nan)
+    if not math.isnan(mean_b):
+        agreement = source.metrics.get(f"{last}.regime_agreement", math.nan)
+        sure = (
+            ""
+            if math.isnan(agreement)
+            else f"; {100 * agreement:.0f} % of the bootstrap resamples agree"
+        )
+        words.append(
+            f"Its regime is read from ⟨b⟩ = {number(mean_b)} at the fitted half-width "
+            f"(interval {number(source.metrics.get(f'{last}.mean_b_ci_low', math.nan))} to "
+            f"{number(source.metrics.get(f'{last}.mean_b_ci_high', math.nan))}): "
+            f"{resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
+        )
+    return words
 
 
 def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> TheoryFigure | None:

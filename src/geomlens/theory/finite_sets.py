@@ -256,35 +256,12 @@ def evaluate(
     Returns:
         :class:`Accuracy`, which unpacks as ``(p_s, p_i)`` and carries standard errors.
     """
-    dist = np.asarray(distances, dtype=float)
-    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] == 0:
-        raise ValueError(f"distances must be a square (N, N) matrix; got shape {dist.shape}")
-    if not np.all(np.isfinite(dist)) or np.any(dist < 0):
-        raise ValueError("distances must be finite and >= 0")
-    sim = np.asarray(similarities(dist) if callable(similarities) else similarities, float)
-    if sim.shape != dist.shape:
-        raise ValueError(f"similarities must have the shape of distances {dist.shape}")
-    if not np.all(np.isfinite(sim)) or np.any(sim < 0):
-        raise ValueError("similarities must be finite and >= 0 (the Luce rule needs g >= 0)")
+    dist, sim = _checked_matrices(distances, similarities)
     n = candidate_count(n)
     size = dist.shape[0]
     nu = stimulus_measure(weights, size)
-    if method not in ("auto", "exact", "monte_carlo"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
-    if not isinstance(samples, (int, np.integer)) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2 (Monte-Carlo trials); got {samples!r}")
-    if draws not in ("independent", "distinct"):
-        raise ValueError(f"draws must be 'independent' or 'distinct'; got {draws!r}")
-    if choice not in ("expected", "sampled"):
-        raise ValueError(f"choice must be 'expected' or 'sampled'; got {choice!r}")
+    _check_protocol(method, samples, draws, choice, nu, n)
     distinct = draws == "distinct"
-    if distinct and np.count_nonzero(nu) < n + 1:
-        raise ValueError(
-            f"draws='distinct' needs at least n + 1 = {n + 1} stimuli of positive weight; "
-            f"got {np.count_nonzero(nu)}"
-        )
-    if choice == "sampled" and method == "exact":
-        raise ValueError("choice='sampled' scores random choices: use method='monte_carlo'")
     if n == 1:
         # A single candidate is always the closest, and a lone target is always chosen.
         return Accuracy(1.0, 1.0, 0.0, 0.0, n, True)
@@ -295,3 +272,43 @@ def evaluate(
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     estimate = _monte_carlo(sim, dist, nu, n, samples, rng, distinct, choice == "sampled")
     return Accuracy(*estimate, n, False, int(samples))
+
+
+def _checked_matrices(
+    distances: ArrayLike, similarities: ArrayLike | Callable[[np.ndarray], ArrayLike]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distance and similarity matrices as float arrays, refused unless square, finite
+    and >= 0 (the Luce rule needs g >= 0); a callable g is applied to the distances."""
+    dist = np.asarray(distances, dtype=float)
+    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] == 0:
+        raise ValueError(f"distances must be a square (N, N) matrix; got shape {dist.shape}")
+    if not np.all(np.isfinite(dist)) or np.any(dist < 0):
+        raise ValueError("distances must be finite and >= 0")
+    sim = np.asarray(similarities(dist) if callable(similarities) else similarities, float)
+    if sim.shape != dist.shape:
+        raise ValueError(f"similarities must have the shape of distances {dist.shape}")
+    if not np.all(np.isfinite(sim)) or np.any(sim < 0):
+        raise ValueError("similarities must be finite and >= 0 (the Luce rule needs g >= 0)")
+    return dist, sim
+
+
+def _check_protocol(
+    method: str, samples: object, draws: str, choice: str, nu: np.ndarray, n: int
+) -> None:
+    """Refuse an unknown method, draws or choice, too few Monte-Carlo samples, distinct draws
+    without n + 1 stimuli of positive weight, and sampled choices asked to be exact."""
+    if method not in ("auto", "exact", "monte_carlo"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
+    if not isinstance(samples, (int, np.integer)) or samples < 2:
+        raise ValueError(f"samples must be an integer >= 2 (Monte-Carlo trials); got {samples!r}")
+    if draws not in ("independent", "distinct"):
+        raise ValueError(f"draws must be 'independent' or 'distinct'; got {draws!r}")
+    if choice not in ("expected", "sampled"):
+        raise ValueError(f"choice must be 'expected' or 'sampled'; got {choice!r}")
+    if draws == "distinct" and np.count_nonzero(nu) < n + 1:
+        raise ValueError(
+            f"draws='distinct' needs at least n + 1 = {n + 1} stimuli of positive weight; "
+            f"got {np.count_nonzero(nu)}"
+        )
+    if choice == "sampled" and method == "exact":
+        raise ValueError("choice='sampled' scores random choices: use method='monte_carlo'")

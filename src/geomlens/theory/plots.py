@@ -117,25 +117,7 @@ def draw_pareto(
         universal_b: the ball measure b of each point of ``universal``; when given, the front
             is coloured by regime and labelled with b along it.
     """
-    p_s, p_i = _array(universal[0]), _array(universal[1])
-    if universal_b is None:
-        axes.plot(p_s, p_i, color="k", label="universal front (Δ = 0, Theorem 1)")
-    else:
-        b = _array(universal_b)
-        for label, low, high, colour in _REGIME_SPANS:
-            inside = (b >= low) & (b <= high)
-            axes.plot(p_s[inside], p_i[inside], color=colour, linewidth=2.5, label=label)
-        axes.plot([], [], " ", label="(coloured: universal front, Δ = 0, Theorem 1)")
-        for marked in _MARKED_B:
-            at = int(np.argmin(np.abs(b - marked)))
-            axes.plot(p_s[at], p_i[at], "k.", markersize=6)
-            axes.annotate(
-                f"b = {marked:g}",
-                (p_s[at], p_i[at]),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=7,
-            )
+    _draw_universal(axes, universal, universal_b)
     fronts = {} if noisy is None else noisy if isinstance(noisy, Mapping) else {delta: noisy}
     for (level, curve), style in zip(sorted(fronts.items()), (":", "-.", (0, (1, 3)), "-")):
         axes.plot(
@@ -169,6 +151,30 @@ def draw_pareto(
         N2_MEANING,
         "Δ: similarity outside the ball",
     )
+
+
+def _draw_universal(axes: Axes, universal: Curve, universal_b: ArrayLike | None) -> None:
+    """The universal front: black, or (``universal_b`` given) coloured by regime with a few
+    values of b marked along it."""
+    p_s, p_i = _array(universal[0]), _array(universal[1])
+    if universal_b is None:
+        axes.plot(p_s, p_i, color="k", label="universal front (Δ = 0, Theorem 1)")
+        return
+    b = _array(universal_b)
+    for label, low, high, colour in _REGIME_SPANS:
+        inside = (b >= low) & (b <= high)
+        axes.plot(p_s[inside], p_i[inside], color=colour, linewidth=2.5, label=label)
+    axes.plot([], [], " ", label="(coloured: universal front, Δ = 0, Theorem 1)")
+    for marked in _MARKED_B:
+        at = int(np.argmin(np.abs(b - marked)))
+        axes.plot(p_s[at], p_i[at], "k.", markersize=6)
+        axes.annotate(
+            f"b = {marked:g}",
+            (p_s[at], p_i[at]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+        )
 
 
 def pareto_figure(*, measured: Sequence[Overlay] = (), **curves: Any) -> Figure:

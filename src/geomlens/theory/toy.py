@@ -231,35 +231,13 @@ def train_toy(
     w.uniform_(0.0, config.init_scale, generator=generator)
     w.requires_grad_(True)
     optimiser = torch.optim.Adam([w], lr=config.learning_rate, weight_decay=config.weight_decay)
-
-    def record(weights: torch.Tensor) -> tuple[float, float, np.ndarray]:
-        similarity = learned_similarity(weights)
-        p_s, p_i = evaluate(distances, similarity, n=2, method="exact")
-        return p_s, p_i, similarity_profile(similarity, distances)[1]
-
-    history = [record(w)]
+    history = [_record(w, distances)]
     if on_epoch is not None:
         on_epoch(0, w.detach().numpy().copy())
     losses = []
     for _ in range(config.epochs):
-        epoch_loss = 0.0
-        for _ in range(config.steps_per_epoch):
-            batch = _distinct_draws(
-                config.batch_size, config.stimuli, config.candidates + 1, generator
-            )
-            gram = w.T @ w
-            loss = torch.zeros(())
-            if config.lambda_sim > 0:
-                sim = torch.relu(gram) + SIMILARITY_FLOOR
-                loss = loss + config.lambda_sim * _similarity_nll(sim, dist, batch)
-            if config.lambda_rec > 0:
-                loss = loss + config.lambda_rec * _reconstruction_mse(gram, batch)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            epoch_loss += loss.item()
-        losses.append(epoch_loss / config.steps_per_epoch)
-        history.append(record(w))
+        losses.append(_train_epoch(w, optimiser, dist, config, generator))
+        history.append(_record(w, distances))
         if on_epoch is not None:
             on_epoch(len(losses), w.detach().numpy().copy())
 
@@ -277,3 +255,37 @@ def train_toy(
         loss=np.array(losses),
         weights=w.detach().numpy().copy(),
     )
+
+
+def _record(weights: torch.Tensor, distances: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """What every epoch records: the exact (p_S, p_I) of the learned similarity and its
+    profile g(d)."""
+    similarity = learned_similarity(weights)
+    p_s, p_i = evaluate(distances, similarity, n=2, method="exact")
+    return p_s, p_i, similarity_profile(similarity, distances)[1]
+
+
+def _train_epoch(
+    w: torch.Tensor,
+    optimiser: torch.optim.Optimizer,
+    dist: torch.Tensor,
+    config: ToyConfig,
+    generator: torch.Generator,
+) -> float:
+    """One epoch of ``config.steps_per_epoch`` steps on fresh trials of n + 1 distinct
+    stimuli (the weighted similarity NLL plus reconstruction MSE); its mean loss."""
+    epoch_loss = 0.0
+    for _ in range(config.steps_per_epoch):
+        batch = _distinct_draws(config.batch_size, config.stimuli, config.candidates + 1, generator)
+        gram = w.T @ w
+        loss = torch.zeros(())
+        if config.lambda_sim > 0:
+            sim = torch.relu(gram) + SIMILARITY_FLOOR
+            loss = loss + config.lambda_sim * _similarity_nll(sim, dist, batch)
+        if config.lambda_rec > 0:
+            loss = loss + config.lambda_rec * _reconstruction_mse(gram, batch)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        epoch_loss += loss.item()
+    return epoch_loss / config.steps_per_epoch

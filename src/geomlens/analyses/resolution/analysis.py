@@ -252,6 +252,226 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
     return bool(p_i > np.interp(p_s, upper.p_s[branch], upper.p_i[branch]))
 
 
+def _fit_row(site: str, f: Fit, chosen: bool, d1: float) -> dict[str, Any]:
+    """One row of the ``fits`` table: a family's fit at ``site``, with what it resolves."""
+    return {
+        "site": site,
+        "family": f.family,
+        # A scale at an edge of the search grid is a bound, not an estimate; so
+        # is the fitted half-width it sets.
+        "epsilon": float("nan") if _bounded(f) else f.epsilon,
+        # The fitted curve's half-width (the metric is the measured curve's).
+        "half_width": float("nan") if _bounded(f) else f.half_width,
+        "delta": f.delta,
+        "offset": f.offset,
+        "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
+        "fast_share": f.fast_share,
+        # The fraction of g(0) = 1 this fit loses within the first bin.
+        "amplitude": float(1.0 - f.g()(np.array(d1))) if np.isfinite(f.level) else float("nan"),
+        "aic": f.aic,
+        "at_search_bound": f.at_bound,
+        "chosen": chosen,
+    }
+
+
+def _bootstrap_intervals(boot: Resampled, confidence: float, d1: float) -> dict[str, Interval]:
+    """The bootstrap intervals of the chosen fit's numbers; scales are censored below d₁."""
+    return {
+        "epsilon": _interval(boot.epsilon, confidence, d1),
+        "half_width": _interval(boot.half_width, confidence, d1),
+        "delta": _interval(boot.delta, confidence),
+        "offset": _interval(boot.offset, confidence),
+    }
+
+
+def _site_metrics(
+    measured: SiteSimilarity,
+    chosen: Fit,
+    g_first: float,
+    distances: np.ndarray,
+    width: float,
+    boot: Resampled,
+    resamples: int,
+    intervals: dict[str, Interval],
+    placement: dict[str, Any],
+) -> dict[str, float]:
+    """One site's metrics, in the Result's order: every scale through :func:`_scale` (censored
+    below d₁ or at a search bound), Δ and the offset never censored."""
+    site = measured.site
+    d1 = float(distances[0])
+    # Resamples whose g does not fall give no ε; they are left out of the intervals
+    # and counted here.
+    flat_share = float(np.mean(np.isnan(boot.epsilon))) if resamples else np.nan
+    epsilon = np.inf if chosen.at_bound == "high" else chosen.epsilon
+    epsilon_fast = chosen.epsilon_fast if chosen.at_bound != "low" else -np.inf
+    site_metrics: dict[str, float] = {
+        f"{site}.fast_share": chosen.fast_share,
+        f"{site}.delta": chosen.delta,
+        f"{site}.offset": chosen.offset,
+        **{
+            f"{site}.{k}": v
+            for name, interval in intervals.items()
+            for k, v in _interval_metrics(name, interval).items()
+        },
+        # g at the grid's first distance d₁ and what is lost by it: what any grid
+        # resolves, whatever the fit.
+        f"{site}.g_first": g_first,
+        f"{site}.amplitude": 1.0 - g_first,
+        f"{site}.first_distance": d1,
+        f"{site}.max_distance": float(distances.max()),
+        f"{site}.search_high": 4.0 * float(distances.max()),
+        **across_text_metrics(measured),
+        f"{site}.bootstrap_without_scale": flat_share,
+        f"{site}.bootstrap_resamples": float(resamples),
+        **{f"{site}.{k}": v for k, v in placement.items() if k not in ("regime", "method")},
+    }
+    _scale(site_metrics, f"{site}.epsilon", epsilon, d1)
+    _scale(site_metrics, f"{site}.epsilon_fast", epsilon_fast, d1)
+    _scale(site_metrics, f"{site}.half_width", width, d1)
+    for name in ("delta", "offset"):  # not scales: never censored
+        for end in ("low", "high"):
+            site_metrics.pop(f"{site}.{name}_ci_{end}_censored")
+    return site_metrics
+
+
+def _own_summary(
+    site: str, similarity: str, chosen: Fit, metrics: dict[str, float], placement: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``by_similarity`` row of the similarity measured (as :meth:`Resolution._summary`
+    gives for the other one), read from the site's ``metrics`` and its ``placement``."""
+    return {
+        "site": site,
+        "similarity": similarity,
+        "family": chosen.family,
+        "g_first": metrics[f"{site}.g_first"],
+        "half_width": metrics[f"{site}.half_width"],
+        "half_width_censored": metrics[f"{site}.half_width_censored"],
+        "delta": chosen.delta,
+        "offset": chosen.offset,
+        "p_similarity": placement["p_similarity"],
+        "p_identification": placement["p_identification"],
+    }
+
+
+def _undefined_summary(site: str, similarity: str) -> dict[str, Any]:
+    """The ``by_similarity`` row of a similarity that is undefined at ``site``: all NaN."""
+    return {
+        "site": site,
+        "similarity": similarity,
+        "family": "undefined",
+        **dict.fromkeys(
+            ("g_first", "half_width", "half_width_censored", "delta", "offset"),
+            float("nan"),
+        ),
+        "p_similarity": float("nan"),
+        "p_identification": float("nan"),
+    }
+
+
+def _scope_row(measured: SiteSimilarity, similarity: str, d1: float) -> dict[str, Any]:
+    """What the site's scales depend on: the similarity, the stimuli's range and spacing."""
+    coordinates = np.asarray(measured.coordinates, dtype=float)
+    return {
+        "site": measured.site,
+        "similarity": similarity,
+        "centred_on": "mean of these stimuli" if similarity == "centred-cosine" else "not centred",
+        "stimuli": len(coordinates),
+        "coordinate_low": float(coordinates.min()),
+        "coordinate_high": float(coordinates.max()),
+        "grid_spacing": d1,
+        "note": SCALE_NOTE,
+    }
+
+
+def _protocol(config: ResolutionConfig, seed: int) -> dict[str, Any]:
+    """Keyword arguments of theory.evaluate: how the (p_S, p_I) trials are drawn."""
+    return {
+        "draws": config.draws,
+        "choice": config.choice,
+        "samples": config.samples,
+        "seed": seed,
+    }
+
+
+def _balls_at_half_width(
+    distances: np.ndarray,
+    chosen: Fit,
+    width: float,
+    boot: Resampled,
+    first: float,
+    confidence: float,
+) -> tuple[dict[str, float], str, float]:
+    """⟨b⟩ (its interval, or only a bound) and Var(b) at the half-width, in the placement
+    row's order, with the regime they give and the bootstrap's agreement with it."""
+    nan = float("nan")
+    largest = float(distances.max())
+    mean_b = var_b = b_low = b_high = agreement = bound = nan
+    b_censored = b_low_censored = b_high_censored = nan
+    if not np.isfinite(chosen.epsilon) or np.isnan(width):
+        regime = "none"  # no resolution scale: nothing for the theory to place
+    elif width < first or np.isinf(width):
+        regime = "unresolved"
+        below = width < first
+        bound = float(finite_ball(distances, first if below else largest).mean())
+        b_censored = -1.0 if below else 1.0
+    else:
+        # The half-width means the same point of every curve (halfway from 1 to the
+        # floor), so ⟨b⟩ compares across layers whichever family won.
+        balls = finite_ball(distances, width)
+        mean_b, var_b = float(balls.mean()), float(balls.var())
+        b_censored = 0.0
+        regime = str(theory.regime(mean_b))
+        widths = boot.half_width[~np.isnan(boot.half_width)]
+        if len(widths):
+            resampled_b = _resampled_mean_b(distances, widths, first)
+            interval = _interval(resampled_b, confidence)
+            b_low, b_high = interval.low, interval.high
+            b_low_censored, b_high_censored = interval.low_censored, interval.high_censored
+            regimes = np.array(
+                [
+                    str(theory.regime(float(b))) if np.isfinite(b) else "unresolved"
+                    for b in resampled_b
+                ]
+            )
+            agreement = float(np.mean(regimes == regime))
+    balls_row = {
+        "mean_b": mean_b,
+        "mean_b_censored": b_censored,
+        # ⟨b⟩ ≤ this (censored −1) or ≥ this (+1) when the regime is unresolved.
+        "mean_b_bound": bound,
+        "mean_b_ci_low": b_low,
+        "mean_b_ci_high": b_high,
+        "mean_b_ci_low_censored": b_low_censored,
+        "mean_b_ci_high_censored": b_high_censored,
+        "var_b": var_b,
+    }
+    return balls_row, regime, agreement
+
+
+def _resampled_mean_b(distances: np.ndarray, widths: np.ndarray, first: float) -> np.ndarray:
+    """⟨b⟩ at each bootstrap half-width; one below d₁ reads −∞, one beyond the range +∞."""
+    usable = np.where(widths < first, -np.inf, widths)
+    finite = np.isfinite(usable)
+    resampled_b = np.where(usable < 0, -np.inf, np.inf)
+    resampled_b[finite] = finite_ball(distances, usable[finite]).mean(axis=-1)
+    return resampled_b
+
+
+def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[str, float]:
+    """Two scales: ⟨b⟩ at each one's half-width (ε ln 2), where that scale is above d₁."""
+    scales: dict[str, float] = {}
+    if chosen.family == "two-scale":
+        for name, scale in (("fast", chosen.epsilon_fast), ("slow", chosen.epsilon)):
+            resolved = scale * np.log(2.0) >= first and chosen.at_bound == ""
+            scales[f"mean_b_{name}"] = (
+                float(finite_ball(distances, scale * np.log(2.0)).mean())
+                if resolved
+                else float("nan")
+            )
+            scales[f"mean_b_{name}_censored"] = 0.0 if resolved else -1.0
+    return scales
+
+
 class Resolution(Similarity, declaration=DECLARATION):
     """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
 
@@ -266,166 +486,80 @@ class Resolution(Similarity, declaration=DECLARATION):
         seed = self.context.seed if self.context is not None else 0
         front = theory.pareto_front(2001)
         metrics: dict[str, float] = {}
-        profile_rows: list[dict[str, Any]] = []
-        fit_rows: list[dict[str, Any]] = []
-        placement_rows: list[dict[str, Any]] = []
-        scope_rows: list[dict[str, Any]] = []
-        side_rows: list[dict[str, Any]] = []
+        # The Result's tables, in its order; every site appends its rows to each.
+        tables: dict[str, list[dict[str, Any]]] = {
+            name: []
+            for name in ("g_of_d", "fits", "placement", "by_similarity", "scale_depends_on")
+        }
         other = "cosine" if config.similarity == "centred-cosine" else "centred-cosine"
         try:
             companions = {m.site: m for m in self.site_similarities(other)}
         except ValueError:  # e.g. centring leaves a zero vector: that similarity is undefined
             companions = {}
         for measured in self.site_similarities():
-            site = measured.site
-            edges = distance_bins(measured.distances, config.bins)
-            rows = g_of_d(measured.distances, measured.similarity, config.bins)
-            profile_rows.extend({"site": site, **row} for row in rows)
-            first = rows[0]  # the nearest bin of distinct stimuli
-            d1 = float(first["distance"])
-            fits = fit_profile(measured.distances, measured.similarity, edges)
-            chosen = chosen_fit(fits)
-            fit_rows.extend(
-                {
-                    "site": site,
-                    "family": f.family,
-                    # A scale at an edge of the search grid is a bound, not an estimate; so
-                    # is the fitted half-width it sets.
-                    "epsilon": float("nan") if _bounded(f) else f.epsilon,
-                    # The fitted curve's half-width (the metric is the measured curve's).
-                    "half_width": float("nan") if _bounded(f) else f.half_width,
-                    "delta": f.delta,
-                    "offset": f.offset,
-                    "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
-                    "fast_share": f.fast_share,
-                    # The fraction of g(0) = 1 this fit loses within the first bin.
-                    "amplitude": float(1.0 - f.g()(np.array(d1)))
-                    if np.isfinite(f.level)
-                    else float("nan"),
-                    "aic": f.aic,
-                    "at_search_bound": f.at_bound,
-                    "chosen": f is chosen,
-                }
-                for f in fits
-            )
-            distances = np.array([r["distance"] for r in rows])
-            means = np.array([r["mean"] for r in rows])
-            # No far level to be halfway to without a scale (a flat profile): NaN.
-            width = (
-                measured_half_width(distances, means, chosen.level)
-                if np.isfinite(chosen.epsilon)
-                else float("nan")
-            )
-            # No interval around a scale that is not there.
-            resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
-            boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
-            # Resamples whose g does not fall give no ε; they are left out of the intervals
-            # and counted here.
-            flat_share = float(np.mean(np.isnan(boot.epsilon))) if resamples else np.nan
-            intervals = {
-                "epsilon": _interval(boot.epsilon, config.confidence, d1),
-                "half_width": _interval(boot.half_width, config.confidence, d1),
-                "delta": _interval(boot.delta, config.confidence),
-                "offset": _interval(boot.offset, config.confidence),
-            }
-            placement = self._placement(measured, chosen, width, boot, front, seed, d1)
-            search_high = 4.0 * float(distances.max())
-            epsilon = np.inf if chosen.at_bound == "high" else chosen.epsilon
-            epsilon_fast = chosen.epsilon_fast if chosen.at_bound != "low" else -np.inf
-            site_metrics: dict[str, float] = {
-                f"{site}.fast_share": chosen.fast_share,
-                f"{site}.delta": chosen.delta,
-                f"{site}.offset": chosen.offset,
-                **{
-                    f"{site}.{k}": v
-                    for name, interval in intervals.items()
-                    for k, v in _interval_metrics(name, interval).items()
-                },
-                # g at the grid's first distance d₁ and what is lost by it: what any grid
-                # resolves, whatever the fit.
-                f"{site}.g_first": float(first["mean"]),
-                f"{site}.amplitude": 1.0 - float(first["mean"]),
-                f"{site}.first_distance": d1,
-                f"{site}.max_distance": float(distances.max()),
-                f"{site}.search_high": search_high,
-                **across_text_metrics(measured),
-                f"{site}.bootstrap_without_scale": flat_share,
-                f"{site}.bootstrap_resamples": float(resamples),
-                **{f"{site}.{k}": v for k, v in placement.items() if k not in ("regime", "method")},
-            }
-            _scale(site_metrics, f"{site}.epsilon", epsilon, d1)
-            _scale(site_metrics, f"{site}.epsilon_fast", epsilon_fast, d1)
-            _scale(site_metrics, f"{site}.half_width", width, d1)
-            for name in ("delta", "offset"):  # not scales: never censored
-                for end in ("low", "high"):
-                    site_metrics.pop(f"{site}.{name}_ci_{end}_censored")
-            metrics.update(site_metrics)
-            placement_rows.append({"site": site, "family": chosen.family, **placement})
-            # The same numbers with the other similarity, side by side (centring changes them).
-            mine: dict[str, Any] = {
-                "site": site,
-                "similarity": config.similarity,
-                "family": chosen.family,
-                "g_first": float(first["mean"]),
-                "half_width": site_metrics[f"{site}.half_width"],
-                "half_width_censored": site_metrics[f"{site}.half_width_censored"],
-                "delta": chosen.delta,
-                "offset": chosen.offset,
-                "p_similarity": placement["p_similarity"],
-                "p_identification": placement["p_identification"],
-            }
-            theirs: dict[str, Any] = (
-                self._summary(companions[site], other, d1, seed)
-                if site in companions
-                else {
-                    "site": site,
-                    "similarity": other,
-                    "family": "undefined",
-                    **dict.fromkeys(
-                        ("g_first", "half_width", "half_width_censored", "delta", "offset"),
-                        float("nan"),
-                    ),
-                    "p_similarity": float("nan"),
-                    "p_identification": float("nan"),
-                }
-            )
-            side_rows.extend([mine, theirs])
-            for row in (mine, theirs):
-                prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
-                metrics.update(
-                    {
-                        f"{site}.{prefix}_{k}": float(v)
-                        for k, v in row.items()
-                        if k not in ("site", "similarity", "family")
-                    }
-                )
-            coordinates = np.asarray(measured.coordinates, dtype=float)
-            scope_rows.append(
-                {
-                    "site": site,
-                    "similarity": config.similarity,
-                    "centred_on": "mean of these stimuli"
-                    if config.similarity == "centred-cosine"
-                    else "not centred",
-                    "stimuli": len(coordinates),
-                    "coordinate_low": float(coordinates.min()),
-                    "coordinate_high": float(coordinates.max()),
-                    "grid_spacing": d1,
-                    "note": SCALE_NOTE,
-                }
-            )
-        return Result(
-            self.name,
-            metrics=metrics,
-            tables={
-                "g_of_d": profile_rows,
-                "fits": fit_rows,
-                "placement": placement_rows,
-                "by_similarity": side_rows,
-                "scale_depends_on": scope_rows,
-                "metric": self.metric_table(),
-            },
+            companion = companions.get(measured.site)
+            self._finalize_site(measured, companion, other, front, seed, metrics, tables)
+        return Result(self.name, metrics=metrics, tables={**tables, "metric": self.metric_table()})
+
+    def _finalize_site(
+        self,
+        measured: SiteSimilarity,
+        companion: SiteSimilarity | None,
+        other: str,
+        front: theory.Front,
+        seed: int,
+        metrics: dict[str, float],
+        tables: dict[str, list[dict[str, Any]]],
+    ) -> None:
+        """One site's profile, fits, bootstrap, placement and side-by-side numbers, added to
+        ``metrics`` and ``tables`` (``companion``: the site under the ``other`` similarity)."""
+        config = self.config
+        site = measured.site
+        edges = distance_bins(measured.distances, config.bins)
+        rows = g_of_d(measured.distances, measured.similarity, config.bins)
+        tables["g_of_d"].extend({"site": site, **row} for row in rows)
+        first = rows[0]  # the nearest bin of distinct stimuli
+        d1 = float(first["distance"])
+        fits = fit_profile(measured.distances, measured.similarity, edges)
+        chosen = chosen_fit(fits)
+        tables["fits"].extend(_fit_row(site, f, f is chosen, d1) for f in fits)
+        distances = np.array([r["distance"] for r in rows])
+        means = np.array([r["mean"] for r in rows])
+        # No far level to be halfway to without a scale (a flat profile): NaN.
+        width = (
+            measured_half_width(distances, means, chosen.level)
+            if np.isfinite(chosen.epsilon)
+            else float("nan")
         )
+        # No interval around a scale that is not there.
+        resamples = config.bootstrap if np.isfinite(chosen.epsilon) else 0
+        boot = bootstrap_fits(measured, chosen.family, edges, resamples, seed)
+        intervals = _bootstrap_intervals(boot, config.confidence, d1)
+        placement = self._placement(measured, chosen, width, boot, front, seed, d1)
+        site_metrics = _site_metrics(
+            measured, chosen, float(first["mean"]), distances, width, boot, resamples,
+            intervals, placement,
+        )  # fmt: skip
+        metrics.update(site_metrics)
+        tables["placement"].append({"site": site, "family": chosen.family, **placement})
+        # The same numbers with the other similarity, side by side (centring changes them).
+        mine = _own_summary(site, config.similarity, chosen, site_metrics, placement)
+        theirs = (
+            self._summary(companion, other, d1, seed)
+            if companion is not None
+            else _undefined_summary(site, other)
+        )
+        tables["by_similarity"].extend([mine, theirs])
+        for row in (mine, theirs):
+            prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
+            metrics.update(
+                {
+                    f"{site}.{prefix}_{k}": float(v)
+                    for k, v in row.items()
+                    if k not in ("site", "similarity", "family")
+                }
+            )
+        tables["scale_depends_on"].append(_scope_row(measured, config.similarity, d1))
 
     def _summary(
         self, measured: SiteSimilarity, similarity: str, first: float, seed: int
@@ -441,14 +575,11 @@ class Resolution(Similarity, declaration=DECLARATION):
             chosen.level,
         )
         value, censored = censor(width if np.isfinite(chosen.epsilon) else float("nan"), first)
-        protocol: dict[str, Any] = {
-            "draws": config.draws,
-            "choice": config.choice,
-            "samples": config.samples,
-            "seed": seed,
-        }
         empirical = evaluate(
-            measured.distances, np.clip(measured.similarity, 0.0, None), 2, **protocol
+            measured.distances,
+            np.clip(measured.similarity, 0.0, None),
+            2,
+            **_protocol(config, seed),
         )
         return {
             "site": measured.site,
@@ -481,49 +612,12 @@ class Resolution(Similarity, declaration=DECLARATION):
         N) or beyond the range leaves the regime *unresolved*: ⟨b⟩ is then only bounded
         (``mean_b_bound``: ⟨b⟩ ≤ b(d₁), or ≥ b at the largest distance), with no agreement.
         """
-        config = self.config
         # Keyword arguments of theory.evaluate (the options were checked against its choices).
-        protocol: dict[str, Any] = {
-            "draws": config.draws,
-            "choice": config.choice,
-            "samples": config.samples,
-            "seed": seed,
-        }
-        nan = float("nan")
+        protocol = _protocol(self.config, seed)
         distances = measured.distances
-        largest = float(distances.max())
-        mean_b = var_b = b_low = b_high = agreement = bound = nan
-        b_censored = b_low_censored = b_high_censored = nan
-        if not np.isfinite(chosen.epsilon) or np.isnan(width):
-            regime = "none"  # no resolution scale: nothing for the theory to place
-        elif width < first or np.isinf(width):
-            regime = "unresolved"
-            below = width < first
-            bound = float(finite_ball(distances, first if below else largest).mean())
-            b_censored = -1.0 if below else 1.0
-        else:
-            # The half-width means the same point of every curve (halfway from 1 to the
-            # floor), so ⟨b⟩ compares across layers whichever family won.
-            balls = finite_ball(distances, width)
-            mean_b, var_b = float(balls.mean()), float(balls.var())
-            b_censored = 0.0
-            regime = str(theory.regime(mean_b))
-            widths = boot.half_width[~np.isnan(boot.half_width)]
-            if len(widths):
-                usable = np.where(widths < first, -np.inf, widths)
-                finite = np.isfinite(usable)
-                resampled_b = np.where(usable < 0, -np.inf, np.inf)
-                resampled_b[finite] = finite_ball(distances, usable[finite]).mean(axis=-1)
-                interval = _interval(resampled_b, config.confidence)
-                b_low, b_high = interval.low, interval.high
-                b_low_censored, b_high_censored = interval.low_censored, interval.high_censored
-                regimes = np.array(
-                    [
-                        str(theory.regime(float(b))) if np.isfinite(b) else "unresolved"
-                        for b in resampled_b
-                    ]
-                )
-                agreement = float(np.mean(regimes == regime))
+        balls, regime, agreement = _balls_at_half_width(
+            distances, chosen, width, boot, first, self.config.confidence
+        )
         predicted = None
         if np.isfinite(chosen.epsilon):
             # The theory's g is the fitted curve itself (g(0) = 1, no amplitude divided out),
@@ -531,27 +625,12 @@ class Resolution(Similarity, declaration=DECLARATION):
             # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
             fitted = chosen.g()
             predicted = evaluate(distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol)
-        # Two scales: ⟨b⟩ at each one's half-width (ε ln 2), where that scale is above d₁.
-        scales: dict[str, float] = {}
-        if chosen.family == "two-scale":
-            for name, scale in (("fast", chosen.epsilon_fast), ("slow", chosen.epsilon)):
-                resolved = scale * np.log(2.0) >= first and chosen.at_bound == ""
-                scales[f"mean_b_{name}"] = (
-                    float(finite_ball(distances, scale * np.log(2.0)).mean()) if resolved else nan
-                )
-                scales[f"mean_b_{name}_censored"] = 0.0 if resolved else -1.0
+        scales = _two_scale_balls(distances, chosen, first)
         empirical = evaluate(distances, np.clip(measured.similarity, 0.0, None), 2, **protocol)
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
+        nan = float("nan")
         return {
-            "mean_b": mean_b,
-            "mean_b_censored": b_censored,
-            # ⟨b⟩ ≤ this (censored −1) or ≥ this (+1) when the regime is unresolved.
-            "mean_b_bound": bound,
-            "mean_b_ci_low": b_low,
-            "mean_b_ci_high": b_high,
-            "mean_b_ci_low_censored": b_low_censored,
-            "mean_b_ci_high_censored": b_high_censored,
-            "var_b": var_b,
+            **balls,
             **scales,
             # The regime of ⟨b⟩ (identification b < 1/4, trade-off to 1/2, interference
             # beyond; unresolved when the half-width is below d₁ or beyond the range), and

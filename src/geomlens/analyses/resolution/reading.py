@@ -35,34 +35,59 @@ def _interval(result: Result, key: str) -> str:
     return f"{_with_error(result, key + '_ci_low')} to {_with_error(result, key + '_ci_high')}"
 
 
+class _SiteWords:
+    """One site's metrics read for words: a number (NaN when absent), a metric as shown (a
+    censored scale reads as its bound) and an interval with its Monte-Carlo errors."""
+
+    def __init__(self, result: Result, site: str):
+        self.result, self.site = result, site
+
+    def metric(self, name: str) -> float:
+        value = self.result.metrics.get(f"{self.site}.{name}", math.nan)
+        return math.nan if value is None else float(value)
+
+    def shown(self, name: str) -> str:
+        return metric_value(self.result, f"{self.site}.{name}")
+
+    def interval(self, name: str) -> str:
+        return _interval(self.result, f"{self.site}.{name}")
+
+    def placement(self, key: str) -> object:
+        """The site's ``key`` in the placement table (its regime, its method), or None."""
+        rows = self.result.tables.get("placement", [])
+        return next((r.get(key) for r in rows if r["site"] == self.site), None)
+
+
 def reading(result: Result) -> list[str]:
     first_distances = per_site(result, "first_distance")
     if not first_distances:
         return []
     site = list(first_distances)[-1]
-
-    def metric(name: str) -> float:
-        value = result.metrics.get(f"{site}.{name}", math.nan)
-        return math.nan if value is None else float(value)
-
-    def shown(name: str) -> str:
-        return metric_value(result, f"{site}.{name}")
-
-    def interval(name: str) -> str:
-        return _interval(result, f"{site}.{name}")
-
-    unit = distance_unit(result)
-    d1 = quantity(metric("first_distance"), unit)
-    similarity = str(result.config.get("similarity", "centred-cosine"))
+    words = _SiteWords(result, site)
     family = next(
         (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
         None,
     )
+    return [
+        *_grid_lines(words),
+        *_fit_lines(words, family),
+        *_regime_lines(words, family),
+        *_side_by_side_lines(words),
+        *_plane_lines(words),
+    ]
+
+
+def _grid_lines(words: _SiteWords) -> list[str]:
+    """What the grid resolves whatever the fit: g(d₁), and the measured half-width (or the
+    bound the grid gives on it)."""
+    metric, shown = words.metric, words.shown
+    d1 = quantity(metric("first_distance"), distance_unit(words.result))
+    similarity = str(words.result.config.get("similarity", "centred-cosine"))
     resamples = (
         int(metric("bootstrap_resamples")) if not missing(metric("bootstrap_resamples")) else 0
     )
     lines = [
-        f"At {layer_label(site)} ({similarity}; stimuli on a grid whose first distance is "
+        f"At {layer_label(words.site)} ({similarity}; stimuli on a grid whose first distance is "
         f"d₁ = {d1}) g(0) = 1 falls to g(d₁) = {number(metric('g_first'))} at the first "
         f"distance: a drop of 1 − g(d₁) = {number(metric('amplitude'))}. That much the grid "
         "resolves whatever curve is fitted."
@@ -72,7 +97,7 @@ def reading(result: Result) -> list[str]:
         lines.append(
             f"The measured g is halfway from 1 to its far level at d = {shown('half_width')} "
             f"(interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
-            f"resamples give 95 % interval {interval('half_width')}, each end with its "
+            f"resamples give 95 % interval {words.interval('half_width')}, each end with its "
             "Monte-Carlo error)."
         )
     elif width_censored < 0:
@@ -84,10 +109,17 @@ def reading(result: Result) -> list[str]:
         lines.append(
             f"g does not fall halfway within the stimuli: the half-width is {shown('half_width')}."
         )
+    return lines
+
+
+def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
+    """The chosen fit's scales, the same stimulus across texts, and the centring offset."""
+    metric, shown = words.metric, words.shown
+    lines = []
     if family and family != "flat":
         lines.append(
             f"The lowest-AIC fit ({family} family, with the measured g(0) = 1) gives ε = "
-            f"{shown('epsilon')} (95 % interval {interval('epsilon')}) and a noise "
+            f"{shown('epsilon')} (95 % interval {words.interval('epsilon')}) and a noise "
             f"floor Δ = {shown('delta')}."
         )
     if family == "two-scale":
@@ -105,9 +137,15 @@ def reading(result: Result) -> list[str]:
             "offset (the stimulus set's mean is subtracted), not noise. ε, the half-width, Δ "
             "and the offset belong to this model, this stimulus range and this centring together."
         )
-    regime = next(
-        (r.get("regime") for r in result.tables.get("placement", []) if r["site"] == site), None
-    )
+    return lines
+
+
+def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
+    """⟨b⟩ at the half-width and the regime it gives (none read below d₁), and ⟨b⟩ at both
+    scales of a two-scale fit."""
+    metric, shown = words.metric, words.shown
+    lines = []
+    regime = words.placement("regime")
     if regime == "unresolved":
         lines.append(
             f"The regime is unresolved: ⟨b⟩ is {shown('mean_b')}, so no regime (and no "
@@ -125,23 +163,31 @@ def reading(result: Result) -> list[str]:
             f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
             f"{shown('mean_b_slow')} (slow)."
         )
-    raw, centred = (
-        metric_value(result, f"{site}.raw_half_width"),
-        metric_value(result, f"{site}.centred_half_width"),
-    )
-    if f"{site}.raw_g_first" in result.metrics:
-        lines.append(
-            f"Side by side, the raw cosine gives g(d₁) = {number(metric('raw_g_first'))}, "
-            f"half-width {raw}, (p_S, p_I) = ({number(metric('raw_p_similarity'))}, "
-            f"{number(metric('raw_p_identification'))}); the centred cosine g(d₁) = "
-            f"{number(metric('centred_g_first'))}, half-width {centred}, (p_S, p_I) = "
-            f"({number(metric('centred_p_similarity'))}, "
-            f"{number(metric('centred_p_identification'))}). Neither is the resolution alone: "
-            "centring subtracts the stimulus set's mean."
-        )
-    method = next(
-        (r.get("method") for r in result.tables.get("placement", []) if r["site"] == site), None
-    )
+    return lines
+
+
+def _side_by_side_lines(words: _SiteWords) -> list[str]:
+    """The raw and the centred cosine's numbers side by side, where both were measured."""
+    metric = words.metric
+    raw, centred = words.shown("raw_half_width"), words.shown("centred_half_width")
+    if f"{words.site}.raw_g_first" not in words.result.metrics:
+        return []
+    return [
+        f"Side by side, the raw cosine gives g(d₁) = {number(metric('raw_g_first'))}, "
+        f"half-width {raw}, (p_S, p_I) = ({number(metric('raw_p_similarity'))}, "
+        f"{number(metric('raw_p_identification'))}); the centred cosine g(d₁) = "
+        f"{number(metric('centred_g_first'))}, half-width {centred}, (p_S, p_I) = "
+        f"({number(metric('centred_p_similarity'))}, "
+        f"{number(metric('centred_p_identification'))}). Neither is the resolution alone: "
+        "centring subtracts the stimulus set's mean."
+    ]
+
+
+def _plane_lines(words: _SiteWords) -> list[str]:
+    """The measured (p_S, p_I) with how it was computed, the fitted g's prediction, and the
+    distance to the universal front."""
+    metric = words.metric
+    method = words.placement("method")
     how = (
         f" (Monte Carlo, {number(metric('samples'))} trials"
         if method == "monte_carlo"
@@ -152,7 +198,7 @@ def reading(result: Result) -> list[str]:
         if method == "monte_carlo"
         else ")"
     )
-    lines.append(
+    return [
         f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
         f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
         f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
@@ -161,12 +207,9 @@ def reading(result: Result) -> list[str]:
             f"{number(metric('p_identification_theory'))})."
             if not missing(metric("p_similarity_theory"))
             else "."
-        )
-    )
-    lines.append(
+        ),
         "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
         "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
         f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
-        "from it in the (p_S, p_I) plane (see the theory figure below)."
-    )
-    return lines
+        "from it in the (p_S, p_I) plane (see the theory figure below).",
+    ]

@@ -286,12 +286,60 @@ def count_active(
     in_distribution = to_device(np.isin(conditions, (CALIBRATION, HELDOUT)), device)
     fired = (active & content[..., None] & in_distribution[:, None, None]).any(dim=(0, 1))
     state.fired = fired if state.fired is None else state.fired | fired
-    eligible = active
-    if pool_top_k is not None:
-        top = latents.topk(min(pool_top_k, state.m), dim=-1).indices
-        eligible = torch.zeros_like(active).scatter_(-1, top, True) & active
-    eligible = eligible & mask[..., None]
-    # Per input [B]: k's mean and max over real tokens and over content tokens, length.
+    top_k = min(pool_top_k, state.m) if pool_top_k is not None else None
+    eligible = _pool_eligible(latents, active, top_k) & mask[..., None]
+    per_input, totals = _per_input(counts, mask, content, len(conditions), pairs)
+    pooled = None
+    if activation is not None:
+        pooled = _activation_scores(per_input, activation, content, totals["tokens_content"])
+    special = selection.special.to(device).bool() & mask
+    sink = selection.sink.to(device).bool() & mask
+    first_real = mask.int().argmax(-1, keepdim=True)  # an empty row's 0 is not a sink (& mask)
+    totals["special_tokens"], totals["sink_tokens"] = special, sink
+    totals["sinks_at_first_position"] = sink.gather(1, first_real).squeeze(1)
+    histogram_index = counts.reshape(-1)
+    for condition in dict.fromkeys(conditions.tolist()):
+        chosen = np.flatnonzero(conditions == condition)
+        rows = to_device(chosen, device)
+        stats = state.conditions.setdefault(str(condition), ConditionStats())
+        stats.pending_rows.append(per_input[rows])
+        for name, per_row in totals.items():  # tokens, k sums, special tokens, sinks
+            stats.add(name, per_row[rows].sum())
+        picked = to_device(np.isin(np.arange(len(conditions)), chosen), device)[:, None]
+        for name, tokens in (("histogram", mask), ("histogram_content", content)):
+            weights = (tokens & picked).reshape(-1).long()
+            zeros = torch.zeros(state.m + 1, dtype=torch.int64, device=device)
+            stats.add(name, zeros.scatter_add_(0, histogram_index, weights))
+        used = eligible[rows]  # [n, T, m], real tokens only
+        if condition == CALIBRATION:
+            _first_calibration_tokens(state, used, mask[rows], totals["tokens"][rows])
+        else:
+            stats.pending_latents.append(pack_bits(used.any(1)))
+            if pooled is not None:
+                stats.pending_pooled.append(pooled[rows])
+
+
+def _pool_eligible(latents: torch.Tensor, active: torch.Tensor, top_k: int | None) -> torch.Tensor:
+    """The latents that may join the pool at each token: the active ones, or (``top_k``) only
+    those among each token's ``top_k`` largest."""
+    if top_k is None:
+        return active
+    top = latents.topk(top_k, dim=-1).indices
+    return torch.zeros_like(active).scatter_(-1, top, True) & active
+
+
+def _per_input(
+    counts: torch.Tensor,
+    mask: torch.Tensor,
+    content: torch.Tensor,
+    inputs: int,
+    pairs: np.ndarray | None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per input [B, 7]: k's mean and max over real tokens, the length, k's mean and max over
+    content tokens (NaN without any), the paired ``source_row`` (−1: unpaired) and a NaN
+    column for the activation norm; with the per-input totals the conditions add up, by name
+    (tokens, k sums, both ways)."""
+    device = counts.device
     lengths, content_lengths = mask.sum(-1), content.sum(-1)
     k_sums, k_sums_content = (counts * mask).sum(-1), (counts * content).sum(-1)
     nan = torch.tensor(math.nan, dtype=torch.float64, device=device)
@@ -306,48 +354,35 @@ def count_active(
             torch.where(content_lengths > 0, k_sums_content.double() / content_lengths, nan),
             torch.where(content_lengths > 0, max_k_content, nan),
             to_device(
-                np.full(len(conditions), -1.0) if pairs is None else np.asarray(pairs, float),
-                device,
+                np.full(inputs, -1.0) if pairs is None else np.asarray(pairs, float), device
             ).double(),
             torch.full_like(lengths, math.nan, dtype=torch.float64),
         ],
         dim=-1,
     )
-    pooled = None
-    if activation is not None:
-        x = torch.where(content[..., None], activation.detach().to(device, torch.float64), 0.0)
-        divisor = torch.where(content_lengths > 0, content_lengths.double(), nan)[:, None]
-        per_input[:, 6] = x.norm(dim=-1).sum(-1) / divisor[:, 0]
-        pooled = x.sum(1) / divisor
-    special = selection.special.to(device).bool() & mask
-    sink = selection.sink.to(device).bool() & mask
-    first_real = mask.int().argmax(-1, keepdim=True)  # an empty row's 0 is not a sink (& mask)
-    sink_first = sink.gather(1, first_real).squeeze(1)
-    histogram_index = counts.reshape(-1)
-    for condition in dict.fromkeys(conditions.tolist()):
-        chosen = np.flatnonzero(conditions == condition)
-        rows = to_device(chosen, device)
-        stats = state.conditions.setdefault(str(condition), ConditionStats())
-        stats.pending_rows.append(per_input[rows])
-        stats.add("tokens", lengths[rows].sum())
-        stats.add("k_sum", k_sums[rows].sum())
-        stats.add("tokens_content", content_lengths[rows].sum())
-        stats.add("k_sum_content", k_sums_content[rows].sum())
-        stats.add("special_tokens", special[rows].sum())
-        stats.add("sink_tokens", sink[rows].sum())
-        stats.add("sinks_at_first_position", sink_first[rows].sum())
-        picked = to_device(np.isin(np.arange(len(conditions)), chosen), device)[:, None]
-        for name, tokens in (("histogram", mask), ("histogram_content", content)):
-            weights = (tokens & picked).reshape(-1).long()
-            zeros = torch.zeros(state.m + 1, dtype=torch.int64, device=device)
-            stats.add(name, zeros.scatter_add_(0, histogram_index, weights))
-        used = eligible[rows]  # [n, T, m], real tokens only
-        if condition == CALIBRATION:
-            _first_calibration_tokens(state, used, mask[rows], lengths[rows])
-        else:
-            stats.pending_latents.append(pack_bits(used.any(1)))
-            if pooled is not None:
-                stats.pending_pooled.append(pooled[rows])
+    totals = {
+        "tokens": lengths,
+        "k_sum": k_sums,
+        "tokens_content": content_lengths,
+        "k_sum_content": k_sums_content,
+    }
+    return per_input, totals
+
+
+def _activation_scores(
+    per_input: torch.Tensor,
+    activation: torch.Tensor,
+    content: torch.Tensor,
+    content_lengths: torch.Tensor,
+) -> torch.Tensor:
+    """Fill ``per_input``'s last column with each input's mean content-token norm and return
+    its mean content activation [B, d] (the baselines' scores; NaN without content)."""
+    device = per_input.device
+    nan = torch.tensor(math.nan, dtype=torch.float64, device=device)
+    x = torch.where(content[..., None], activation.detach().to(device, torch.float64), 0.0)
+    divisor = torch.where(content_lengths > 0, content_lengths.double(), nan)[:, None]
+    per_input[:, 6] = x.norm(dim=-1).sum(-1) / divisor[:, 0]
+    return x.sum(1) / divisor
 
 
 def _first_calibration_tokens(

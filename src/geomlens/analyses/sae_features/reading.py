@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from geomlens.analyses.words.reading_words import (
     human_name,
@@ -29,6 +30,23 @@ def reading(result: Result) -> list[str]:
             f" That is within 5 % of the dictionary's {number(metrics[f'{site}.dictionary_size'])}"
             " latents: the pool is saturated, and SSD then says nothing about the model."
         )
+    lines.extend(_explosion_lines(metrics, site))
+    if f"{site}.explained_variance" in metrics:
+        lines.append(
+            f"The SAE itself: it explains {number(metrics[f'{site}.explained_variance'])} of the "
+            f"variance of held-out activations with L0 = {number(metrics.get(f'{site}.l0'))} "
+            f"active latents per token; {number(metrics.get(f'{site}.dead_latents', math.nan))}"
+            f" latents never fire; its decoder columns' norms spread by "
+            f"{number(metrics.get(f'{site}.decoder_norm_spread', math.nan))} of their mean (the "
+            "bound assumes unit norms)."
+        )
+    lines.append(_bound_line(metrics, site))
+    return lines
+
+
+def _explosion_lines(metrics: Mapping[str, float], site: str) -> list[str]:
+    """Feature explosion in words: mean k on held-out English against each out-of-distribution
+    input, with the AUROC that tells them apart; nothing when there is no held-out k."""
 
     def family(name: str) -> dict[str, float]:
         prefix = f"{site}.{name}."
@@ -51,53 +69,47 @@ def reading(result: Result) -> list[str]:
         )
         return f" (AUROC {number(auroc[name])}{interval})"
 
-    if "heldout" in mean_k:
-        others = ", ".join(
-            f"{human_name(name)} {number(value)}{score(name)}"
-            for name, value in mean_k.items()
-            if name not in ("heldout", "calibration")
-        )
-        tokens = (
-            " (special tokens and attention sinks left out, as sae-lens counts; counting every "
-            f"token as the SSD paper does, held-out k is "
-            f"{number(metrics.get(f'{site}.mean_k_all.heldout', math.nan))})"
-            if way
-            else ""
-        )
-        lines.append(
-            f"Feature explosion: the mean number of active latents per token is "
-            f"{number(mean_k['heldout'])} on held-out English{tokens} and "
-            f"{others or 'not measured'} on out-of-distribution inputs of the same lengths; an "
-            "AUROC near 1 means k alone tells them apart, and an interval that reaches 0.5 means "
-            "this sample cannot tell."
-        )
-    if f"{site}.explained_variance" in metrics:
-        lines.append(
-            f"The SAE itself: it explains {number(metrics[f'{site}.explained_variance'])} of the "
-            f"variance of held-out activations with L0 = {number(metrics.get(f'{site}.l0'))} "
-            f"active latents per token; {number(metrics.get(f'{site}.dead_latents', math.nan))}"
-            f" latents never fire; its decoder columns' norms spread by "
-            f"{number(metrics.get(f'{site}.decoder_norm_spread', math.nan))} of their mean (the "
-            "bound assumes unit norms)."
-        )
-    if f"{site}.bound" in metrics:
-        forms = [
-            f"{form} form {number(metrics[f'{site}.bound.{form}'])} bits, N* = "
-            f"{number(metrics.get(f'{site}.n_star.{form}', math.nan))}"
-            for form in ("pool", "released")
-            if f"{site}.bound.{form}" in metrics
-        ]
-        lines.append(
-            f"The generalisation bound U is {number(metrics[f'{site}.bound'])} bits per token "
-            f"against log2 V = {number(metrics.get(f'{site}.vacuity_threshold', math.nan))} for "
-            f"guessing ({'; '.join(forms)}): it becomes non-vacuous from about N* held-out "
-            f"sequences (pool form) or predicted tokens (released form); ε̂_loss = "
-            f"{number(metrics.get(f'{site}.epsilon_loss', math.nan))} bits."
-        )
-    else:
-        lines.append(
+    if "heldout" not in mean_k:
+        return []
+    others = ", ".join(
+        f"{human_name(name)} {number(value)}{score(name)}"
+        for name, value in mean_k.items()
+        if name not in ("heldout", "calibration")
+    )
+    tokens = (
+        " (special tokens and attention sinks left out, as sae-lens counts; counting every "
+        f"token as the SSD paper does, held-out k is "
+        f"{number(metrics.get(f'{site}.mean_k_all.heldout', math.nan))})"
+        if way
+        else ""
+    )
+    return [
+        f"Feature explosion: the mean number of active latents per token is "
+        f"{number(mean_k['heldout'])} on held-out English{tokens} and "
+        f"{others or 'not measured'} on out-of-distribution inputs of the same lengths; an "
+        "AUROC near 1 means k alone tells them apart, and an interval that reaches 0.5 means "
+        "this sample cannot tell."
+    ]
+
+
+def _bound_line(metrics: Mapping[str, float], site: str) -> str:
+    """The SSD generalisation bound in both forms against guessing, or why there is none."""
+    if f"{site}.bound" not in metrics:
+        return (
             "The model has no language-model loss (an encoder), so the SSD bound, which bounds "
             "that loss, is not computed; the fidelity of the SAE's reconstruction is measured "
             "on the output instead."
         )
-    return lines
+    forms = [
+        f"{form} form {number(metrics[f'{site}.bound.{form}'])} bits, N* = "
+        f"{number(metrics.get(f'{site}.n_star.{form}', math.nan))}"
+        for form in ("pool", "released")
+        if f"{site}.bound.{form}" in metrics
+    ]
+    return (
+        f"The generalisation bound U is {number(metrics[f'{site}.bound'])} bits per token "
+        f"against log2 V = {number(metrics.get(f'{site}.vacuity_threshold', math.nan))} for "
+        f"guessing ({'; '.join(forms)}): it becomes non-vacuous from about N* held-out "
+        f"sequences (pool form) or predicted tokens (released form); ε̂_loss = "
+        f"{number(metrics.get(f'{site}.epsilon_loss', math.nan))} bits."
+    )
