@@ -28,15 +28,12 @@ from geomlens.dynamics.overlay import (
 )
 from geomlens.results import Result
 
+#: Where a row sits: the time and what was measured (both tables start with these).
+_WHEN_AND_WHAT = ("step", "time", "analysis", "site", "task", "metric")
 COLUMNS = (
     "checkpoint",
     "seed",
-    "step",
-    "time",
-    "analysis",
-    "site",
-    "task",
-    "metric",
+    *_WHEN_AND_WHAT,
     "value",
     "ci_low",
     "ci_high",
@@ -47,19 +44,7 @@ COLUMNS = (
 )
 #: Metrics whose per-layer law and attenuation bound are drawn (abstraction cosines).
 ALPHA_METRICS = ("alpha",)
-ACROSS_SEEDS_COLUMNS = (
-    "step",
-    "time",
-    "analysis",
-    "site",
-    "task",
-    "metric",
-    "mean",
-    "ci_low",
-    "ci_high",
-    "sd",
-    "seeds",
-)
+ACROSS_SEEDS_COLUMNS = (*_WHEN_AND_WHAT, "mean", "ci_low", "ci_high", "sd", "seeds")
 
 
 def result_rows(result: Result) -> list[dict[str, Any]]:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.reading_words import (
-    layer_label,
-    number,
-    per_site,
-    percent,
-)
+from geomlens.analyses.words.reading_words import layer_label, number, per_site, percent
 from geomlens.results import Result
 
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 import math
 
 from geomlens.analyses.words.guards import probe_at_chance
-from geomlens.analyses.words.reading_words import (
-    direction,
-    interval,
-    layer_label,
-    number,
-)
+from geomlens.analyses.words.reading_words import direction, interval, layer_label, number
 from geomlens.results import Result
 
 from .metrics import loss_above_uniform

@@ -5,12 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from geomlens.analyses.words.reading_words import (
-    human_name,
-    layer_label,
-    number,
-    per_site,
-)
+from geomlens.analyses.words.reading_words import human_name, layer_label, number, per_site
 from geomlens.results import Result
 
 

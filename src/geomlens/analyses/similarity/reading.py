@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.reading_words import (
-    across_texts_words,
-    layer_label,
-    missing,
-    number,
-)
+from geomlens.analyses.words.reading_words import across_texts_words, layer_label, missing, number
 from geomlens.results import Result
 
 from .metrics import AT_CHANCE_N2
