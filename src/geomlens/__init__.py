@@ -28,6 +28,7 @@ _EXPORTS = {
     "AnalysisConfig": "geomlens.analyses.declaration",
     "Batch": "geomlens.analyses.base",
     "option": "geomlens.analyses.declaration",
+    "Declaration": "geomlens.analyses.declaration",
     "register_analysis": "geomlens.analyses.registry",
     "list_analyses": "geomlens.analyses.registry",
     "analysis_class": "geomlens.analyses.registry",

@@ -183,7 +183,7 @@ class Declaration:
             default_data=_default_data_words(analysis),
             metrics=tuple(analysis.metric_specs),
             example=analysis.example,
-            reading=analysis.__dict__.get("reading"),
+            reading=getattr(analysis, "reading", None),
             aliases=tuple(analysis.__dict__.get("aliases", ())),
         )
 
