@@ -35,26 +35,8 @@ def draw_analysis(
     task = next(r["task"] for r in rows if r["metric"] == metric)
     rows = [r for r in rows if r["metric"] == metric and r["task"] == task]
     sites = sorted({r["site"] for r in rows}, key=lambda s: (site_layer(s) or -1, s))
-    seeds = sorted({r["seed"] for r in rows}, key=lambda s: -1 if s is None else s)
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=(3, 2))
-    colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, max(len(sites), 1)))
-    for colour, site in zip(colours, sites):
-        for index, seed in enumerate(seeds):
-            mine = sorted(
-                (r for r in rows if r["site"] == site and r["seed"] == seed),
-                key=lambda r: r["time"],
-            )
-            times = np.array([r["time"] for r in mine])
-            values = np.array([r["value"] for r in mine])
-            left.plot(times, values, "-", color=colour, lw=1.2, label=site if index == 0 else None)
-            lows = [r["ci_low"] for r in mine]
-            if all(v is not None for v in lows) and mine:
-                highs = [r["ci_high"] for r in mine]
-                left.fill_between(times, lows, highs, color=colour, alpha=0.15, lw=0)
-            exact = [r["theory_exact"] for r in mine]
-            if index == 0 and all(v is not None for v in exact) and mine:
-                label = "exact theory" if site == sites[-1] else None
-                left.plot(times, exact, "--", color="k", lw=0.8, label=label)
+    _trajectories(left, rows, sites)
     theory = record.get("theory", {})
     exact_summary = theory.get("exact")
     if isinstance(exact_summary, Mapping) and "alpha_max" in exact_summary and metric == "alpha":
@@ -76,22 +58,50 @@ def draw_analysis(
         _residual_panel(right, rows, clock)
     else:
         _layer_panel(right, rows, sites, metric)
+    figure.suptitle(_title(analysis, sites, record), fontsize=10)
+    figure.tight_layout()
+    atomic_save_figure(figure, path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _trajectories(axis: Any, rows: Sequence[Mapping[str, Any]], sites: Sequence[str]) -> None:
+    """The metric against time, one colour per site and one line per seed, with its interval
+    where every point has one and the exact theory (dashed, once per site) where it is known."""
+    import matplotlib.pyplot as plt
+
+    seeds = sorted({r["seed"] for r in rows}, key=lambda s: -1 if s is None else s)
+    colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, max(len(sites), 1)))
+    for colour, site in zip(colours, sites):
+        for index, seed in enumerate(seeds):
+            mine = sorted(
+                (r for r in rows if r["site"] == site and r["seed"] == seed),
+                key=lambda r: r["time"],
+            )
+            times = np.array([r["time"] for r in mine])
+            values = np.array([r["value"] for r in mine])
+            axis.plot(times, values, "-", color=colour, lw=1.2, label=site if index == 0 else None)
+            lows = [r["ci_low"] for r in mine]
+            if all(v is not None for v in lows) and mine:
+                highs = [r["ci_high"] for r in mine]
+                axis.fill_between(times, lows, highs, color=colour, alpha=0.15, lw=0)
+            exact = [r["theory_exact"] for r in mine]
+            if index == 0 and all(v is not None for v in exact) and mine:
+                label = "exact theory" if site == sites[-1] else None
+                axis.plot(times, exact, "--", color="k", lw=0.8, label=label)
+
+
+def _title(analysis: str, sites: Sequence[str], record: Mapping[str, Any]) -> str:
+    """The figure's title: the analysis, the series, the depth and the theory level in words."""
     depth = len({site_layer(s) for s in sites if site_layer(s) is not None}) or len(sites)
-    level = theory.get("level", "none")
+    level = record.get("theory", {}).get("level", "none")
     statement = {
         "exact": "exact theory of the declared setup",
         "laws": "parameter-free laws (diagnostics; need not hold on a trained model)",
         "none": "no theory",
     }.get(level, level)
     source = record.get("series", {}).get("source", "")
-    figure.suptitle(
-        f"{analysis} across training · {Path(str(source)).name} · depth {depth} · theory: {statement}",
-        fontsize=10,
-    )
-    figure.tight_layout()
-    atomic_save_figure(figure, path, dpi=110)
-    plt.close(figure)
-    return path
+    return f"{analysis} across training · {Path(str(source)).name} · depth {depth} · theory: {statement}"
 
 
 def _time_axis(axis: Any, times: Sequence[float], clock: bool) -> None:
