@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from geomlens.checks.reference import fallback_note, float64_reference, judged
 from geomlens.data.dataset import Dataset
 from geomlens.inputs.encoding import ModelInputs, PaddingSide
 from geomlens.models.adapter import Adapter, canonical_sites, layer_of
@@ -38,6 +39,10 @@ from geomlens.models.config_fields import (
     RESIDUAL_WIDTH_FIELDS,
 )
 from geomlens.models.widths import expected_widths, width_kind
+
+#: The fixed relative tolerance: of the sub-layer sums, and of every comparison where the model's
+#: own forward cannot be run in float64 (or a tolerance is passed).
+DEFAULT_RTOL = 1e-5
 
 DEFAULT_PROMPTS = (
     "The quick brown fox jumps over the lazy dog.",
@@ -249,12 +254,18 @@ def _refusal_check(adapter: Adapter) -> Check:
 def check_adapter(
     adapter: Adapter,
     prompts: Sequence[str] = DEFAULT_PROMPTS,
-    rtol: float = 1e-5,
+    rtol: float | None = None,
     atol: float | None = None,
 ) -> list[Check]:
     """Run the conformance checks; one :class:`Check` per site, then whole-model checks.
 
-    ``rtol``: the tolerance of every comparison (padded vs one-by-one, the model's own hidden
+    By default the padding and hidden-state comparisons are judged against the model's own
+    forward pass run in float64 (:mod:`geomlens.checks.reference`): a site passes when its error
+    is within ``FLOAT32_MULTIPLE`` times the model's own float32 error there (plus a small floor);
+    where no float64 copy can be made, and for the sub-layer sums, the fixed ``rtol`` (default
+    ``1e-5``) applies, printed. Passing ``rtol`` (or ``atol``) uses the fixed rule throughout.
+
+    ``rtol``: the fixed tolerance of every comparison (padded vs one-by-one, the model's own hidden
     states, the sub-layer sums), relative to the activations' scale (:func:`relative_gap`):
     float32 round-off of a right site is ~1e-7 of it, a wrong position or a swapped site is of
     the order of the values. ``atol`` is deprecated (it was an absolute tolerance for the hidden
@@ -268,6 +279,8 @@ def check_adapter(
             DeprecationWarning,
             stacklevel=2,
         )
+    fixed = rtol is not None or atol is not None
+    rtol = DEFAULT_RTOL if rtol is None else rtol
     state_rtol = rtol if atol is None else atol
     if adapter.backend == "recorded":
         raise ValueError(
@@ -290,6 +303,8 @@ def check_adapter(
     sides: tuple[PaddingSide, ...] = ("right", "left")
     padding = {side: _padding_errors(adapter, dataset, sites, side) for side in sides}
     hidden = hidden_state_errors(adapter, inputs, activations)
+    float64 = "a fixed tolerance was asked for" if fixed else float64_reference(adapter, inputs)
+    pad_rule, hidden_rule = reference_verdicts(float64, activations, inputs, padding)
     reference = reference_model(adapter)
     offset = _hidden_state_offset(reference) if reference is not None else 0
     sums = additivity_errors(adapter, inputs, activations)
@@ -316,19 +331,22 @@ def check_adapter(
             problems.append(f"width {shape[-1]}, config says {kind} = {widths[kind]}")
         pad = max(padding["right"][site], padding["left"][site])
         facts.append(f"padding {pad:.0e}")
-        if pad > rtol:
+        pad_ok, pad_rule_text = judged(pad_rule, site, pad, rtol)
+        if not pad_ok:
             problems.append(
                 f"padded batch differs from one-by-one by {pad:.1e} (relative; right "
-                f"{padding['right'][site]:.1e}, left {padding['left'][site]:.1e})"
+                f"{padding['right'][site]:.1e}, left {padding['left'][site]:.1e}; "
+                f"{pad_rule_text})"
             )
         if isinstance(hidden, dict) and site in hidden:
             facts.append(f"own hidden state {hidden[site]:.0e}")
-            if hidden[site] > state_rtol:
+            state_ok, state_rule = judged(hidden_rule, site, hidden[site], state_rtol)
+            if not state_ok:
                 layer = layer_of(site) or 0
                 index = (layer if site.endswith("resid_pre") else layer + 1) - offset
                 problems.append(
                     f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
-                    f"of its scale (tolerance {state_rtol:.0e})"
+                    f"of its scale ({state_rule})"
                 )
         if site in sums:
             facts.append(f"sum of parts {sums[site]:.0e}")
@@ -341,30 +359,33 @@ def check_adapter(
 
     failing = [c.site for c in checks if not c.passed and c.site is not None]  # all per site
     for side in ("right", "left"):
-        worst_site = max(padding[side], key=padding[side].__getitem__)
-        error = padding[side][worst_site]
+        worst_site, error, side_ok, side_rule = worst_judged(padding[side], pad_rule, rtol)
         checks.append(
             Check(
                 f"{side}-padding",
-                error <= rtol,
+                side_ok,
                 f"max |batched − one-by-one| / max|one-by-one| = {error:.1e} at {worst_site} "
-                f"(tolerance {rtol:.0e})",
+                f"({side_rule}){fallback_note(float64)}",
             )
         )
     if isinstance(hidden, str):
         checks.append(Check("own hidden states", True, f"not compared: {hidden}"))
     else:
-        bad = {s: e for s, e in hidden.items() if e > state_rtol}
+        bad = {s: e for s, e in hidden.items() if not judged(hidden_rule, s, e, state_rtol)[0]}
+        worst_state, _, _, state_rule = worst_judged(hidden, hidden_rule, state_rtol)
         checks.append(
             Check(
                 "own hidden states",
                 not bad,
                 f"{len(hidden)} residual sites equal output_hidden_states: max |site − hidden| / "
-                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (tolerance "
-                f"{state_rtol:.0e})"
+                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (worst against the "
+                f"rule at {worst_state}: {state_rule}){fallback_note(float64)}"
                 if not bad
-                else f"differ (relative to max|hidden|; tolerance {state_rtol:.0e}): "
-                + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+                else f"differ (relative to max|hidden|{fallback_note(float64)}): "
+                + ", ".join(
+                    f"{s} by {e:.2g} ({judged(hidden_rule, s, e, state_rtol)[1]})"
+                    for s, e in bad.items()
+                ),
             )
         )
     if sums:
@@ -388,6 +409,43 @@ def check_adapter(
     hooks = adapter.hook_count()
     checks.append(Check("no hooks left", hooks == 0, f"{hooks} hooks on the model"))
     return checks
+
+
+def reference_verdicts(
+    float64: Any,
+    activations: dict[str, torch.Tensor],
+    inputs: ModelInputs,
+    padding: Mapping[Any, dict[str, float]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The float64 rule's verdicts for the padding gaps (worst side) and the hidden-state
+    comparisons; ``(None, None)`` where there is no float64 reference (the fixed rule applies)."""
+    from geomlens.checks.reference import Float64Reference, hidden_verdicts, padding_verdicts
+
+    if not isinstance(float64, Float64Reference):
+        return None, None
+    worst = {s: max(side[s] for side in padding.values()) for s in next(iter(padding.values()))}
+    return (
+        padding_verdicts(float64, activations, inputs, worst),
+        hidden_verdicts(float64, inputs, activations),
+    )
+
+
+def worst_judged(
+    errors: dict[str, float], verdicts: dict[str, Any] | None, rtol: float
+) -> tuple[str, float, bool, str]:
+    """The site nearest to failing (largest ratio to its allowance), its error, whether every
+    site passes, and the words of its rule."""
+
+    def closeness(site: str) -> float:
+        if verdicts is not None and site in verdicts:
+            return errors[site] / verdicts[site].allowed
+        return errors[site] / rtol if rtol > 0 else errors[site]
+
+    if not errors:
+        return "no site", 0.0, True, f"tolerance {rtol:.0e}"
+    site = max(errors, key=closeness)
+    every = all(judged(verdicts, s, e, rtol)[0] for s, e in errors.items())
+    return site, errors[site], every, judged(verdicts, site, errors[site], rtol)[1]
 
 
 def all_passed(checks: list[Check]) -> bool:
