@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from geomlens.checks.reference import fallback_note, float64_reference, judged
 from geomlens.data.dataset import Dataset
 from geomlens.inputs.encoding import ModelInputs, PaddingSide
 from geomlens.models.adapter import Adapter, canonical_sites, layer_of
@@ -246,15 +247,26 @@ def _refusal_check(adapter: Adapter) -> Check:
     return Check("coverage", not silent, detail)
 
 
+#: The fixed relative tolerance: of the sub-layer sums, and of every comparison where the model's
+#: own forward cannot be run in float64 (or a tolerance is passed).
+DEFAULT_RTOL = 1e-5
+
+
 def check_adapter(
     adapter: Adapter,
     prompts: Sequence[str] = DEFAULT_PROMPTS,
-    rtol: float = 1e-5,
+    rtol: float | None = None,
     atol: float | None = None,
 ) -> list[Check]:
     """Run the conformance checks; one :class:`Check` per site, then whole-model checks.
 
-    ``rtol``: the tolerance of every comparison (padded vs one-by-one, the model's own hidden
+    By default the padding and hidden-state comparisons are judged against the model's own
+    forward pass run in float64 (:mod:`geomlens.checks.reference`): a site passes when its error
+    is within ``FLOAT32_MULTIPLE`` times the model's own float32 error there (plus a small floor);
+    where no float64 copy can be made, and for the sub-layer sums, the fixed ``rtol`` (default
+    ``1e-5``) applies, printed. Passing ``rtol`` (or ``atol``) uses the fixed rule throughout.
+
+    ``rtol``: the fixed tolerance of every comparison (padded vs one-by-one, the model's own hidden
     states, the sub-layer sums), relative to the activations' scale (:func:`relative_gap`):
     float32 round-off of a right site is ~1e-7 of it, a wrong position or a swapped site is of
     the order of the values. ``atol`` is deprecated (it was an absolute tolerance for the hidden
@@ -268,6 +280,8 @@ def check_adapter(
             DeprecationWarning,
             stacklevel=2,
         )
+    fixed = rtol is not None or atol is not None
+    rtol = DEFAULT_RTOL if rtol is None else rtol
     state_rtol = rtol if atol is None else atol
     if adapter.backend == "recorded":
         raise ValueError(
@@ -284,7 +298,7 @@ def check_adapter(
             "sites with its Hugging Face hidden states. Read module sites with adapter.capture "
             "(docs/vision.md)."
         )
-    measured = _measure(adapter, prompts, sites)
+    measured = _measure(adapter, prompts, sites, fixed)
     checks = [_site_check(site, measured, rtol, state_rtol) for site in sites]
     failing = [c.site for c in checks if not c.passed and c.site is not None]  # all per site
     checks.extend(_whole_model_checks(measured, rtol, state_rtol))
@@ -313,9 +327,14 @@ class _Measured:
     sums: dict[str, float]
     widths: dict[str, int]
     batch_shape: tuple[int, ...]
+    #: The float64 reference, or why there is none (then the fixed tolerance judges).
+    float64: Any
+    #: Per-site verdicts of the float64 rule (None: the fixed tolerance judges).
+    pad_rule: dict[str, Any] | None
+    hidden_rule: dict[str, Any] | None
 
 
-def _measure(adapter: Adapter, prompts: Sequence[str], sites: list[str]) -> _Measured:
+def _measure(adapter: Adapter, prompts: Sequence[str], sites: list[str], fixed: bool) -> _Measured:
     """Capture every site on right-padded prompts and measure each comparison once."""
     dataset = _dataset(adapter, prompts)
     inputs = adapter.encode(dataset, np.arange(len(dataset)), padding_side="right")
@@ -323,12 +342,25 @@ def _measure(adapter: Adapter, prompts: Sequence[str], sites: list[str]) -> _Mea
     sides: tuple[PaddingSide, ...] = ("right", "left")
     padding = {side: _padding_errors(adapter, dataset, sites, side) for side in sides}
     hidden = hidden_state_errors(adapter, inputs, activations)
+    float64 = "a fixed tolerance was asked for" if fixed else float64_reference(adapter, inputs)
+    pad_rule, hidden_rule = reference_verdicts(float64, activations, inputs, padding)
     reference = reference_model(adapter)
     offset = _hidden_state_offset(reference) if reference is not None else 0
     sums = additivity_errors(adapter, inputs, activations)
     widths = expected_widths(adapter)
     batch_shape = tuple(inputs.attention_mask.shape)
-    return _Measured(activations, padding, hidden, offset, sums, widths, batch_shape)
+    return _Measured(
+        activations,
+        padding,
+        hidden,
+        offset,
+        sums,
+        widths,
+        batch_shape,
+        float64,
+        pad_rule,
+        hidden_rule,
+    )
 
 
 def _site_check(site: str, measured: _Measured, rtol: float, state_rtol: float) -> Check:
@@ -349,20 +381,22 @@ def _site_check(site: str, measured: _Measured, rtol: float, state_rtol: float) 
     right, left = measured.padding["right"][site], measured.padding["left"][site]
     pad = max(right, left)
     facts.append(f"padding {pad:.0e}")
-    if pad > rtol:
+    pad_ok, pad_rule_text = judged(measured.pad_rule, site, pad, rtol)
+    if not pad_ok:
         problems.append(
             f"padded batch differs from one-by-one by {pad:.1e} (relative; right "
-            f"{right:.1e}, left {left:.1e})"
+            f"{right:.1e}, left {left:.1e}; {pad_rule_text})"
         )
     hidden, sums = measured.hidden, measured.sums
     if isinstance(hidden, dict) and site in hidden:
         facts.append(f"own hidden state {hidden[site]:.0e}")
-        if hidden[site] > state_rtol:
+        state_ok, state_rule = judged(measured.hidden_rule, site, hidden[site], state_rtol)
+        if not state_ok:
             layer = layer_of(site) or 0
             index = (layer if site.endswith("resid_pre") else layer + 1) - measured.offset
             problems.append(
                 f"differs from the model's own hidden_states[{index}] by {hidden[site]:.2g} "
-                f"of its scale (tolerance {state_rtol:.0e})"
+                f"of its scale ({state_rule})"
             )
     if site in sums:
         facts.append(f"sum of parts {sums[site]:.0e}")
@@ -378,32 +412,40 @@ def _whole_model_checks(measured: _Measured, rtol: float, state_rtol: float) -> 
     """The worst padding error of each side, the own-hidden-state and the sub-layer-sum
     verdicts over all sites."""
     padding, hidden, sums = measured.padding, measured.hidden, measured.sums
+    pad_rule, hidden_rule, note = (
+        measured.pad_rule,
+        measured.hidden_rule,
+        fallback_note(measured.float64),
+    )
     checks = []
     for side in ("right", "left"):
-        worst_site = max(padding[side], key=padding[side].__getitem__)
-        error = padding[side][worst_site]
+        worst_site, error, side_ok, side_rule = worst_judged(padding[side], pad_rule, rtol)
         checks.append(
             Check(
                 f"{side}-padding",
-                error <= rtol,
+                side_ok,
                 f"max |batched − one-by-one| / max|one-by-one| = {error:.1e} at {worst_site} "
-                f"(tolerance {rtol:.0e})",
+                f"({side_rule}){note}",
             )
         )
     if isinstance(hidden, str):
         checks.append(Check("own hidden states", True, f"not compared: {hidden}"))
     else:
-        bad = {s: e for s, e in hidden.items() if e > state_rtol}
+        bad = {s: e for s, e in hidden.items() if not judged(hidden_rule, s, e, state_rtol)[0]}
+        worst_state, _, _, state_rule = worst_judged(hidden, hidden_rule, state_rtol)
         checks.append(
             Check(
                 "own hidden states",
                 not bad,
                 f"{len(hidden)} residual sites equal output_hidden_states: max |site − hidden| / "
-                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (tolerance "
-                f"{state_rtol:.0e})"
+                f"max|hidden| = {max(hidden.values(), default=0.0):.1e} (worst against the "
+                f"rule at {worst_state}: {state_rule}){note}"
                 if not bad
-                else f"differ (relative to max|hidden|; tolerance {state_rtol:.0e}): "
-                + ", ".join(f"{s} by {e:.2g}" for s, e in bad.items()),
+                else f"differ (relative to max|hidden|{note}): "
+                + ", ".join(
+                    f"{s} by {e:.2g} ({judged(hidden_rule, s, e, state_rtol)[1]})"
+                    for s, e in bad.items()
+                ),
             )
         )
     if sums:
@@ -417,6 +459,43 @@ def _whole_model_checks(measured: _Measured, rtol: float, state_rtol: float) -> 
             )
         )
     return checks
+
+
+def reference_verdicts(
+    float64: Any,
+    activations: dict[str, torch.Tensor],
+    inputs: ModelInputs,
+    padding: Mapping[Any, dict[str, float]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The float64 rule's verdicts for the padding gaps (worst side) and the hidden-state
+    comparisons; ``(None, None)`` where there is no float64 reference (the fixed rule applies)."""
+    from geomlens.checks.reference import Float64Reference, hidden_verdicts, padding_verdicts
+
+    if not isinstance(float64, Float64Reference):
+        return None, None
+    worst = {s: max(side[s] for side in padding.values()) for s in next(iter(padding.values()))}
+    return (
+        padding_verdicts(float64, activations, inputs, worst),
+        hidden_verdicts(float64, inputs, activations),
+    )
+
+
+def worst_judged(
+    errors: dict[str, float], verdicts: dict[str, Any] | None, rtol: float
+) -> tuple[str, float, bool, str]:
+    """The site nearest to failing (largest ratio to its allowance), its error, whether every
+    site passes, and the words of its rule."""
+
+    def closeness(site: str) -> float:
+        if verdicts is not None and site in verdicts:
+            return errors[site] / verdicts[site].allowed
+        return errors[site] / rtol if rtol > 0 else errors[site]
+
+    if not errors:
+        return "no site", 0.0, True, f"tolerance {rtol:.0e}"
+    site = max(errors, key=closeness)
+    every = all(judged(verdicts, s, e, rtol)[0] for s, e in errors.items())
+    return site, errors[site], every, judged(verdicts, site, errors[site], rtol)[1]
 
 
 def all_passed(checks: list[Check]) -> bool:
