@@ -14,6 +14,14 @@ from pathlib import Path
 from typing import Any
 
 
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself if it exists, else its nearest ancestor that does (the filesystem root
+    at the last): where a write into ``path`` would have to start."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 @contextlib.contextmanager
 def _atomic_replace(path: str | os.PathLike[str], suffix: str) -> Iterator[str]:
     """Yield a temporary path beside ``path``; once the caller has written it, give it the

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Example", "Guard", "MetricSpec", "headline_names", "specs_by_name"]
+__all__ = ["Example", "Guard", "MetricSpec", "headline_names", "interval_ends", "specs_by_name"]
 
 #: A guard: a check that must pass before a number is read. It gets the result and the metric's
 #: key (``<site>.<name>``) and returns ``None`` when the number may be read, or the words that
@@ -54,6 +54,20 @@ class MetricSpec:
             if reason is not None:
                 return reason
         return None
+
+
+def interval_ends(
+    name: str, words: str = "", unit: str = "", **fields: Any
+) -> tuple[MetricSpec, ...]:
+    """The specs of ``<name>_ci_low`` and ``<name>_ci_high``, the ends of metric ``name``'s
+    95 % interval: alike but for the name, and for ``words`` (when given) followed by
+    ", 95 % interval low" or "high"."""
+    return tuple(
+        MetricSpec(
+            f"{name}_ci_{end}", f"{words}, 95 % interval {end}" if words else "", unit, **fields
+        )
+        for end in ("low", "high")
+    )
 
 
 def specs_by_name(specs: Sequence[MetricSpec]) -> dict[str, MetricSpec]:

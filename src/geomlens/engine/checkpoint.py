@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from geomlens.analyses.base import Analysis
-from geomlens.atomic_files import atomic_write_bytes
+from geomlens.atomic_files import atomic_write_bytes, nearest_existing
 from geomlens.data.dataset import Dataset
 from geomlens.engine.distributed import SINGLE_PROCESS, Shard
 from geomlens.plain_state import UnsafeStateError, read_file, to_bytes
@@ -120,9 +120,7 @@ def check_writable_folder(folder: Path, what: str) -> None:
     a file, lies under a file, or under a folder this process cannot write."""
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{what} path {folder} exists and is not a directory; give a folder.")
-    ancestor = folder
-    while not ancestor.exists():
-        ancestor = ancestor.parent
+    ancestor = nearest_existing(folder)
     if not ancestor.is_dir():
         raise ValueError(
             f"{what} path {folder} cannot be created: {ancestor} is a file, not a folder. Give a "

@@ -23,6 +23,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from geomlens.atomic_files import nearest_existing
+
 #: The files the last report wrote into a folder, with their sha256 (hidden, beside them).
 MANIFEST = ".geomlens-report-files.json"
 #: Where a report is written before it is moved into place (inside the output folder).
@@ -136,9 +138,7 @@ def check_report_folder(out: Path, names: Iterable[str], flag: str = "--out") ->
             f"{flag} {out} is a file, and a report is a folder (index.html, figures, JSON); "
             f"give a new or empty folder, e.g. {flag} {out.with_suffix('')}-report."
         )
-    ancestor = out.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
+    ancestor = nearest_existing(out.parent)
     if not ancestor.is_dir():
         raise ReportFolderError(
             f"{flag} {out}: {ancestor} is a file, so no folder can be made there; give a "

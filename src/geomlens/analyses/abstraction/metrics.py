@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.spec import interval_ends
 from geomlens.formatting import number
 
 
@@ -47,16 +48,14 @@ METRIC_SPECS: tuple[M, ...] = (
         headline=True,
         guards=(corrected_defined,),
     ),
-    M("alpha_corrected_ci_low", headline=True),
-    M("alpha_corrected_ci_high", headline=True),
+    *interval_ends("alpha_corrected", headline=True),
     M(
         "alpha",
         "abstraction α (raw, at the set rows per concept value and context)",
         headline=True,
         guards=(alpha_above_null,),
     ),
-    M("alpha_ci_low", headline=True),
-    M("alpha_ci_high", headline=True),
+    *interval_ends("alpha", headline=True),
     M("alpha_null_p95", headline=True),
     M("rows_per_cell", "rows per concept value and context", headline=True),
     M("alpha_null", "α with shuffled labels"),

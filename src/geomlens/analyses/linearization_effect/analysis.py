@@ -34,9 +34,9 @@ from geomlens.analyses.ccgp.analysis import (
 )
 from geomlens.analyses.statistics.alpha_scores import AlphaDraws, site_mean_interval
 from geomlens.analyses.statistics.concept_state import (
+    ConceptRowsAnalysis,
     ConceptState,
     concept_sites,
-    default_concept_data,
     site_tasks,
     task_rng,
 )
@@ -81,7 +81,7 @@ def _next_token_loss(log_probs: torch.Tensor, batch: Batch) -> tuple[torch.Tenso
     return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
-class LinearizationEffect(Analysis, declaration=DECLARATION):
+class LinearizationEffect(ConceptRowsAnalysis, declaration=DECLARATION):
     """α and CCGP with and without local linearisation of an MLP, and its fidelity cost."""
 
     config: LinearizationEffectConfig
@@ -132,14 +132,6 @@ class LinearizationEffect(Analysis, declaration=DECLARATION):
         except ValueError:
             return None  # no penultimate layer: setup says so
         return resume_site_for(adapter, first)
-
-    def required_columns(self) -> tuple[str, ...]:
-        return ("concept", "context")
-
-    def default_data(self, adapter: Adapter) -> Any:
-        """The shipped English two-factor concept sets (gender, number, tense, degree,
-        animacy-by-colour), each concept in many contexts."""
-        return default_concept_data(adapter)
 
     def setup(self, context: RunContext) -> None:
         super().setup(context)

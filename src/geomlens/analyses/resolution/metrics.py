@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.spec import interval_ends
 from geomlens.analyses.words.guards import resolved_scale
 from geomlens.analyses.words.scale_guards import (
     bounded_ball,
@@ -55,15 +56,12 @@ METRIC_SPECS: tuple[M, ...] = (
     M("g_first", "g at the first distance d₁", headline=True),
     M("amplitude", "drop by the first distance, 1 − g(d₁)", headline=True),
     M("half_width", "half-width of the measured g", "distance", headline=True, guards=SCALE),
-    M("half_width_ci_low", "half-width, 95 % interval low", "distance", guards=SCALE),
-    M("half_width_ci_high", "half-width, 95 % interval high", "distance", guards=SCALE),
+    *interval_ends("half_width", "half-width", "distance", guards=SCALE),
     M("epsilon", "resolution scale ε", "distance", headline=True, guards=SCALE_WITH_INTERVAL),
-    M("epsilon_ci_low", "ε, 95 % interval low", "distance", headline=True, guards=SCALE),
-    M("epsilon_ci_high", "ε, 95 % interval high", "distance", headline=True, guards=SCALE),
+    *interval_ends("epsilon", "ε", "distance", headline=True, guards=SCALE),
     M("epsilon_fast", "fast scale ε_fast", "distance", guards=SCALE),
     M("delta", "noise floor Δ", headline=True, guards=(floor_by_construction,)),
-    M("delta_ci_low", "Δ, 95 % interval low", guards=(floor_by_construction,)),
-    M("delta_ci_high", "Δ, 95 % interval high", guards=(floor_by_construction,)),
+    *interval_ends("delta", "Δ", guards=(floor_by_construction,)),
     M("mean_b", "mean ball ⟨b⟩ at the half-width", headline=True, guards=(bounded_ball,)),
     M("mean_b_fast", "⟨b⟩ at the fast scale", guards=(bounded_ball,)),
     M("mean_b_slow", "⟨b⟩ at the slow scale", guards=(bounded_ball,)),

@@ -239,13 +239,7 @@ class SAEFeatures(Analysis, declaration=DECLARATION):
                     f"The SAE at {site!r} reads width d_in={sae.cfg.d_in} but the activations "
                     f"there have width {activation.shape[-1]}."
                 )
-            selection = select_tokens(
-                activation,
-                batch.attention_mask,
-                batch.inputs.input_ids,
-                self._special_ids,
-                self.config.sink_norm_ratio,
-            )
+            selection = self._select_tokens(activation, batch.inputs)
             with torch.no_grad():
                 latents = sae.encode(activation.to(sae.dtype))
                 reconstruction = sae.decode(latents)
@@ -265,6 +259,17 @@ class SAEFeatures(Analysis, declaration=DECLARATION):
             # Calibration rows only build the pool: a batch of them needs no spliced passes.
             if self.output_site is not None and (conditions != CALIBRATION).any():
                 self._losses(site, sae, state, batch, mask, conditions)
+
+    def _select_tokens(self, activation: torch.Tensor, inputs: ModelInputs) -> TokenSelection:
+        """Content tokens, special tokens and attention sinks of ``activation`` (the config's
+        sink ratio)."""
+        return select_tokens(
+            activation,
+            inputs.attention_mask,
+            inputs.input_ids,
+            self._special_ids,
+            self.config.sink_norm_ratio,
+        )
 
     @staticmethod
     def _reconstruction_sums(
@@ -301,13 +306,7 @@ class SAEFeatures(Analysis, declaration=DECLARATION):
         tokens and sinks unless ``splice_excluded`` (as sae-lens's ``get_recons_loss``)."""
         excluded = None
         if not self.config.splice_excluded:
-            excluded = select_tokens(
-                activation,
-                inputs.attention_mask,
-                inputs.input_ids,
-                self._special_ids,
-                self.config.sink_norm_ratio,
-            ).excluded
+            excluded = self._select_tokens(activation, inputs).excluded
         return reconstruct(
             sae,
             activation,

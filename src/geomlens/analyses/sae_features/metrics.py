@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from geomlens.analyses.spec import MetricSpec as M
 
+
+def _active_latents(suffix: str, tokens: str) -> tuple[M, ...]:
+    """The counts of active latents on one set of tokens: ``suffix`` ends their names and
+    ``tokens`` their words (both empty for the default set)."""
+    return (
+        M(f"mean_k{suffix}", f"mean active latents k{tokens}", "latents"),
+        M(f"max_k{suffix}", f"max active latents k{tokens}", "latents"),
+        M(f"mean_max_k{suffix}", unit="latents"),
+        M(f"token_mean_k{suffix}", unit="latents"),
+    )
+
+
 METRIC_SPECS: tuple[M, ...] = (
     # k and AUROC the content way (special tokens and attention sinks left out, sae-lens's
     # way) are the headlines; the *_all values are in the result beside them (docs/sae.md).
@@ -25,19 +37,10 @@ METRIC_SPECS: tuple[M, ...] = (
     M("heldout_sequences", "held-out sequences", "sequences"),
     M("calibration_tokens", "calibration tokens", "tokens"),
     M("heldout_predicted_tokens", unit="tokens"),
-    M("mean_k", "mean active latents k", "latents"),
-    M("max_k", "max active latents k", "latents"),
-    M("mean_max_k", unit="latents"),
-    M("token_mean_k", unit="latents"),
+    *_active_latents("", ""),
     M("auroc", "AUROC"),
-    M("mean_k_content", "mean active latents k (content tokens)", "latents"),
-    M("max_k_content", "max active latents k (content tokens)", "latents"),
-    M("mean_max_k_content", unit="latents"),
-    M("token_mean_k_content", unit="latents"),
-    M("mean_k_all", "mean active latents k (every token)", "latents"),
-    M("max_k_all", "max active latents k (every token)", "latents"),
-    M("mean_max_k_all", unit="latents"),
-    M("token_mean_k_all", unit="latents"),
+    *_active_latents("_content", " (content tokens)"),
+    *_active_latents("_all", " (every token)"),
     M("auroc_content", "AUROC (content tokens)"),
     M("auroc_all", "AUROC (every token)"),
     M("auroc_norm", "AUROC of the activation norm (baseline)"),

@@ -68,12 +68,7 @@ def smoothed_bits_per_sequence(
             for row, target in zip(logits, targets)
         ]
     )
-    valid = (mask[:, :-1].bool() & mask[:, 1:].bool()).to(logits.device)
-    bits = -torch.log2((1.0 - a) * p + a / vocab)
-    counts = valid.sum(-1)
-    # Selected, not multiplied: anything at a padded position (even NaN) never reaches a mean.
-    means = torch.where(valid, bits, 0.0).sum(-1) / counts.clamp(min=1)
-    return means, counts
+    return _mean_smoothed_bits(p, mask, a, vocab)
 
 
 def smoothed_bits_from_log_probs(
@@ -84,10 +79,19 @@ def smoothed_bits_from_log_probs(
     vocabulary size ``vocab``: the same arithmetic without the [B, T, V] logits."""
     if vocab < 1:
         raise ValueError(f"The smoothed-bits loss needs the vocabulary size; got {vocab}.")
-    p = log_probs[:, :-1].to(torch.float64).exp()
-    valid = (mask[:, :-1].bool() & mask[:, 1:].bool()).to(log_probs.device)
+    return _mean_smoothed_bits(log_probs[:, :-1].to(torch.float64).exp(), mask, a, vocab)
+
+
+def _mean_smoothed_bits(
+    p: torch.Tensor, mask: torch.Tensor, a: float, vocab: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each sequence's mean smoothed bits over the positions whose next token is real, from
+    the probabilities ``p`` of the next tokens (``[B, T - 1]``, on their device), and how many
+    such positions it has."""
+    valid = (mask[:, :-1].bool() & mask[:, 1:].bool()).to(p.device)
     bits = -torch.log2((1.0 - a) * p + a / vocab)
     counts = valid.sum(-1)
+    # Selected, not multiplied: anything at a padded position (even NaN) never reaches a mean.
     means = torch.where(valid, bits, 0.0).sum(-1) / counts.clamp(min=1)
     return means, counts
 

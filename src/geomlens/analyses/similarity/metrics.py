@@ -15,6 +15,17 @@ MIN_PAIRS = 10
 #: ``above_chance``), else "at chance".
 AT_CHANCE_N2 = at_chance(0.5, low="_n2_ci_low", high="_n2_ci_high", above=True)
 
+
+def _choice_accuracy(test: str, n: int) -> M:
+    """``p_<test>_n<n>``, the accuracy of the choice test with ``n`` candidates: read only when
+    its interval lies above chance, 1/n."""
+    return M(
+        f"p_{test}_n{n}",
+        f"{test} accuracy (choices, {n} candidates)",
+        guards=(at_chance(1 / n, above=True),),
+    )
+
+
 METRIC_SPECS: tuple[M, ...] = (
     M("g_nearest", "g at the nearest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("g_farthest", "g at the farthest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
@@ -26,24 +37,5 @@ METRIC_SPECS: tuple[M, ...] = (
         "identification accuracy p_I (choices, 2 candidates)",
         guards=(AT_CHANCE_N2,),
     ),
-    M(
-        "p_similarity_n2",
-        "similarity accuracy (choices, 2 candidates)",
-        guards=(at_chance(0.5, above=True),),
-    ),
-    M(
-        "p_identification_n2",
-        "identification accuracy (choices, 2 candidates)",
-        guards=(at_chance(0.5, above=True),),
-    ),  # fmt: skip
-    M(
-        "p_similarity_n4",
-        "similarity accuracy (choices, 4 candidates)",
-        guards=(at_chance(0.25, above=True),),
-    ),
-    M(
-        "p_identification_n4",
-        "identification accuracy (choices, 4 candidates)",
-        guards=(at_chance(0.25, above=True),),
-    ),  # fmt: skip
+    *(_choice_accuracy(test, n) for n in (2, 4) for test in ("similarity", "identification")),
 )

@@ -246,7 +246,20 @@ class ConceptState:
         return rows[chosen].astype(np.float64), concepts[chosen], contexts[chosen]
 
 
-class ConceptAnalysis(Analysis):
+class ConceptRowsAnalysis(Analysis):
+    """An analysis that reads rows of a concept set: the concept columns, and the shipped
+    English sets by default."""
+
+    def required_columns(self) -> tuple[str, ...]:
+        return ("concept", "context")
+
+    def default_data(self, adapter: Adapter) -> Any:
+        """The shipped English two-factor concept sets (gender, number, tense, degree,
+        animacy-by-colour), each concept in many contexts."""
+        return default_concept_data(adapter)
+
+
+class ConceptAnalysis(ConceptRowsAnalysis):
     """An analysis over a concept set: the configured sites, the concept columns, the shipped
     English sets by default, and a :class:`ConceptState` (with pooled rows when
     ``keeps_rows``) that every batch is folded into."""
@@ -260,14 +273,6 @@ class ConceptAnalysis(Analysis):
 
     def sites(self, adapter: Adapter) -> list[str]:
         return concept_sites(self.config, adapter)
-
-    def required_columns(self) -> tuple[str, ...]:
-        return ("concept", "context")
-
-    def default_data(self, adapter: Adapter) -> Any:
-        """The shipped English two-factor concept sets (gender, number, tense, degree,
-        animacy-by-colour), each concept in many contexts."""
-        return default_concept_data(adapter)
 
     def update(self, batch: Batch) -> None:
         sites = self.sites(self._run_context().adapter)
