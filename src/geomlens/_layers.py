@@ -65,7 +65,7 @@ FLOORS: tuple[Floor, ...] = (
     Floor(
         ("geomlens.analyses", "geomlens.sae"),
         "analyses/  sae/",
-        ("the analyses, their registry and catalogue; SAE loading/training",),
+        ("the analyses, their declarations and registry; SAE loading/training",),
     ),
     Floor(
         ("geomlens.models",),
@@ -105,9 +105,12 @@ FLOORS: tuple[Floor, ...] = (
         ),
     ),
     Floor(
-        ("geomlens.atomic_files",),
-        "atomic_files.py",
-        ("writing a file atomically (results, checkpoints, the report, figures)",),
+        ("geomlens.atomic_files", "geomlens.lazy"),
+        "atomic_files.py  lazy.py",
+        (
+            "writing a file atomically (results, checkpoints, the report, figures);",
+            "names a package lends, imported on first use",
+        ),
     ),
 )
 

@@ -20,12 +20,13 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geomlens.analyses.spec import Example, MetricSpec, headline_names, specs_by_name
 
-if TYPE_CHECKING:
-    from geomlens.analyses.base import Analysis
+#: An analysis class (``geomlens.analyses.base.Analysis``, which imports this module: named
+#: here without importing it, so the declarations stay free of torch).
+AnalysisClass = Any
 
 __all__ = [
     "BUNDLED_CORPUS",
@@ -133,7 +134,7 @@ class Declaration:
         return self if self.package == package else dataclasses.replace(self, package=package)
 
     # -- what is imported only when needed ------------------------------------------------
-    def load_class(self) -> type[Analysis]:
+    def load_class(self) -> AnalysisClass:
         cls = self._resolve(self.analysis, "analysis")
         return cls
 
@@ -169,7 +170,7 @@ class Declaration:
             ) from None
 
     @classmethod
-    def of_class(cls, analysis: type[Analysis], name: str | None = None) -> Declaration:
+    def of_class(cls, analysis: AnalysisClass, name: str | None = None) -> Declaration:
         """The declaration of a class registered without one (a plugin's
         ``@register_analysis``): everything read off the class itself."""
         own = analysis.__dict__.get("declaration")
@@ -194,14 +195,13 @@ def _first_line(text: str | None) -> str:
     return plain_words((text or "").strip().splitlines()[0]) if text and text.strip() else ""
 
 
-def _default_data_words(analysis: type[Analysis]) -> str:
+def _default_data_words(analysis: AnalysisClass) -> str:
     """A class's default data in words: the first paragraph of its ``default_data`` docstring
     (the bundled corpus when it keeps the base class's)."""
-    from geomlens.analyses.base import Analysis
     from geomlens.formatting import plain_words
 
     method = analysis.default_data
-    if method is Analysis.default_data:
+    if method.__qualname__ == "Analysis.default_data":  # the base class's: the bundled corpus
         return BUNDLED_CORPUS
     paragraph = " ".join((method.__doc__ or "").strip().split("\n\n")[0].split())
     return plain_words(paragraph) or "Its own shipped data (see its documentation)."

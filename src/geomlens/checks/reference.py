@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from geomlens.checks.own_forward import _hidden_state_offset, _own_hidden_states, reference_model
 from geomlens.inputs.encoding import ModelInputs
 from geomlens.models.adapter import Adapter, layer_of
 
@@ -157,12 +158,6 @@ def float64_copy(model: torch.nn.Module) -> torch.nn.Module | str:
 def float64_reference(adapter: Adapter, inputs: ModelInputs) -> Float64Reference | str:
     """Run the model's own forward pass in float64 and in its own dtype on each example alone;
     a sentence says why not (then the check keeps the fixed tolerance)."""
-    from geomlens.checks.conformance import (
-        _hidden_state_offset,
-        _own_hidden_states,
-        reference_model,
-    )
-
     model = reference_model(adapter)
     if model is None:
         return "no Hugging Face module to run in float64 (TransformerLens's own model)"
