@@ -105,9 +105,12 @@ FLOORS: tuple[Floor, ...] = (
         ),
     ),
     Floor(
-        ("geomlens.atomic_files",),
-        "atomic_files.py",
-        ("writing a file atomically (results, checkpoints, the report, figures)",),
+        ("geomlens.atomic_files", "geomlens.output_folder"),
+        "atomic_files.py  output_folder.py",
+        (
+            "writing a file atomically (results, checkpoints, the report, figures);",
+            "the folders geomlens writes: its manifest, never a user's file",
+        ),
     ),
 )
 

@@ -113,8 +113,8 @@ def check_writable_file(flag: str, path: Path, suffixes: tuple[str, ...]) -> Non
             f"{flag} {path} must end in {', '.join(suffixes)} (the format written follows it); "
             f"e.g. {path.with_suffix(suffixes[0])}."
         )
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    from geomlens.output_folder import nearest_existing
+
+    folder = nearest_existing(path.parent)
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise fail(f"{flag} {path}: cannot write in {folder}; choose a writable location.")
