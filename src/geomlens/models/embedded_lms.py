@@ -144,9 +144,31 @@ def model_cache_dir() -> Path:
     """Where dequantised models are kept: ``$GEOMLENS_MODEL_CACHE``, else the user's cache
     directory (``~/.cache/geomlens/models`` on Linux)."""
     from_env = os.environ.get(CACHE_ENV)
-    if from_env:
-        return Path(from_env).expanduser()
-    return Path(platformdirs.user_cache_dir("geomlens")) / "models"
+    folder = (
+        Path(from_env).expanduser()
+        if from_env
+        else Path(platformdirs.user_cache_dir("geomlens")) / "models"
+    )
+    if folder.exists() and not folder.is_dir():
+        named = f"${CACHE_ENV} ({folder})" if from_env else str(folder)
+        raise OSError(
+            f"The model cache {named} is a file, not a folder; point ${CACHE_ENV} at a folder "
+            "(it is made if missing) or move the file away."
+        )
+    return folder
+
+
+def damaged_cache_message(model_source: dict[str, Any] | None, error: BaseException) -> str | None:
+    """For a dequantised cache folder whose weights do not load: the folder and the fix (delete
+    it to dequantise anew), in place of advice about ``save_pretrained``; None otherwise."""
+    if not model_source or model_source.get("origin") != "gguf":
+        return None
+    folder = model_source.get("cache")
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (
+        f"The cached {model_source.get('name', 'model')} in {folder} is damaged (its weights do "
+        f"not load: {first}); delete {folder} and load it again to dequantise it anew."
+    )
 
 
 def _sha256(chunks: list[Path]) -> str:
