@@ -99,9 +99,7 @@ def sweep_command(
         raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
     if out is None:
         raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
-    check_seed(seed)
-    if batch_size is not None:
-        check_batch_size(batch_size)
+    _check_sweep_flags(seed, batch_size)
     options = dict(parse_option(o) for o in option or [])
     if site:
         options["site"] = site[0] if len(site) == 1 else list(site)
@@ -147,7 +145,18 @@ def sweep_command(
         f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
         f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"
     )
-    exact = outcome.theory.get("exact")
+    _echo_exact(outcome.theory.get("exact"))
+
+
+def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
+    """What `geomlens run` checks first, checked before a checkpoint is listed or loaded."""
+    check_seed(seed)
+    if batch_size is not None:
+        check_batch_size(batch_size)
+
+
+def _echo_exact(exact: Any) -> None:
+    """The exact theory's summary line (a series of one has no residual or clock ratio)."""
     if isinstance(exact, dict) and "alpha_max" in exact:
         resolved = "resolved" if exact["peak_resolved"] else "not resolved by the checkpoints"
         typer.echo(

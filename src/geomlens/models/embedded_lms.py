@@ -158,17 +158,28 @@ def model_cache_dir() -> Path:
     return folder
 
 
-def damaged_cache_message(model_source: dict[str, Any] | None, error: BaseException) -> str | None:
-    """For a dequantised cache folder whose weights do not load: the folder and the fix (delete
-    it to dequantise anew), in place of advice about ``save_pretrained``; None otherwise."""
-    if not model_source or model_source.get("origin") != "gguf":
-        return None
-    folder = model_source.get("cache")
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return (
-        f"The cached {model_source.get('name', 'model')} in {folder} is damaged (its weights do "
-        f"not load: {first}); delete {folder} and load it again to dequantise it anew."
-    )
+class DamagedCacheError(OSError):
+    """A dequantised cache folder that no longer loads (named, with the fix)."""
+
+
+@contextmanager
+def damaged_cache_named(model_source: dict[str, Any] | None) -> Iterator[None]:
+    """Around loading a model: a dequantised cache folder whose weights do not load is named,
+    with the fix (delete it to dequantise anew), in place of advice about ``save_pretrained``."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (SafetensorError, OSError) as error:
+        if not model_source or model_source.get("origin") != "gguf":
+            raise
+        folder = model_source.get("cache")
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        raise DamagedCacheError(
+            f"The cached {model_source.get('name', 'model')} in {folder} is damaged (its weights "
+            f"do not load: {first}); delete {folder} and load it again to dequantise it anew."
+        ) from error
 
 
 def _sha256(chunks: list[Path]) -> str:
