@@ -1,4 +1,4 @@
-"""The bad-input catalogue, sweeps and experiments (issue 35): the 21 hostile cases against
+"""The bad-input catalogue, sweeps and experiments: the 21 hostile cases found against
 `geomlens sweep` / `gl.series` / `geomlens experiment`, each failing on the code before the fix.
 
 S is a folder ``checkpoint-0/10/20`` of tiny GPT-2s saved with ``save_pretrained``; RUN is what
