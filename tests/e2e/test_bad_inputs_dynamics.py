@@ -158,9 +158,17 @@ def test_case_03_the_same_step_twice_is_refused(spelling, series, texts, tmp_pat
     assert not (tmp_path / "O").exists()
 
 
-def test_case_04_a_dangling_checkpoint_link_is_named(series, texts, tmp_path):
-    (series / "checkpoint-30").symlink_to(tmp_path / "gone")
-    error_line(sweep(series, tmp_path / "O", texts), "checkpoint-30", "does not exist")
+@pytest.mark.parametrize("where", ["checkpoint", "seed"])
+def test_case_04_a_dangling_checkpoint_link_is_named(where, series, texts, tmp_path):
+    if where == "seed":
+        seeds = tmp_path / "seeds"
+        shutil.copytree(series, seeds / "seed-0")
+        (seeds / "seed-1").symlink_to(tmp_path / "gone")
+        series, name = seeds, "seed-1"
+    else:
+        (series / "checkpoint-30").symlink_to(tmp_path / "gone")
+        name = "checkpoint-30"
+    error_line(sweep(series, tmp_path / "O", texts), name, "does not exist")
     assert not (tmp_path / "O").exists()
 
 

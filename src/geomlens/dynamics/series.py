@@ -506,6 +506,9 @@ def _folder_series(path: Path, backend: str | None, load_options: dict[str, Any]
             found, source=str(path), backend=backend, experiments={None: record},
             load_options=load_options,
         )  # fmt: skip
+    for child in children:
+        if SEED_FOLDER.match(child.name):
+            _check_not_dangling(child, "Seed folder")
     seeds = {
         int(m.group(1)): p for p in children if p.is_dir() and (m := SEED_FOLDER.match(p.name))
     }
@@ -563,11 +566,8 @@ def _hf_checkpoints(path: Path) -> list[Checkpoint]:
     found = []
     for child in sorted(path.iterdir()):
         match = CHECKPOINT_FOLDER.match(child.name)
-        if match and child.is_symlink() and not child.exists():
-            raise ValueError(
-                f"Checkpoint {child.name} ({child}) is a link to {os.readlink(child)}, which does "
-                "not exist; restore it or remove the link."
-            )
+        if match:
+            _check_not_dangling(child, "Checkpoint")
         if child.is_dir() and match:
             found.append((child, int(match.group(2))))
     if not found:
@@ -643,6 +643,15 @@ def _number_in(name: str, default: int) -> int:
     return int(numbers[-1]) if numbers else default
 
 
+def _check_not_dangling(child: Path, what: str) -> None:
+    """A link the series would read through must lead somewhere (else it was left out)."""
+    if child.is_symlink() and not child.exists():
+        raise ValueError(
+            f"{what} {child.name} ({child}) is a link to {os.readlink(child)}, which does not "
+            "exist; restore it or remove the link."
+        )
+
+
 def _trainer_step(folder: Path, default: int) -> int:
     """The step in ``trainer_state.json`` (``global_step``), else ``default`` (the folder
     name's number); a file that holds no usable step is refused, naming it."""
@@ -678,6 +687,11 @@ def _check_weights(folder: Path, label: str) -> None:
     """A checkpoint's weight files exist and their headers read (no tensor is loaded)."""
     if not folder.is_dir():
         raise ValueError(f"Checkpoint {label}: its folder {folder} does not exist.")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise ValueError(
+            f"Checkpoint {label}: its folder {folder} is unreadable (permission denied); make it "
+            "readable (chmod u+rx) or remove the checkpoint."
+        )
     files = weight_files(folder)
     if not files:
         raise ValueError(
