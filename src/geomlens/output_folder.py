@@ -68,6 +68,28 @@ def read_manifest(folder: Path) -> dict[str, set[str]]:
     return claimed
 
 
+def manifest_owner(folder: Path) -> str | None:
+    """What wrote the folder its manifest covers ("report", "sweep", "experiment"); a
+    manifest from before owners were recorded is a report's. None without a manifest."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        return None
+    owner = data.get("owner", "report")
+    return owner if isinstance(owner, str) else None
+
+
+def manifest_text(files: dict[str, set[str]], owner: str | None) -> str:
+    """The manifest's JSON: its format, its owner and each file's hashes."""
+    document: dict[str, object] = {"format": MANIFEST_FORMAT}
+    if owner is not None:
+        document["owner"] = owner
+    document["files"] = {n: sorted(h) for n, h in sorted(files.items())}
+    return json.dumps(document, indent=1) + "\n"
+
+
 def _safe_relative(name: object) -> bool:
     """A name the manifest may hold: relative, inside the folder, not hidden."""
     if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
@@ -156,9 +178,9 @@ def owned_path(folder: Path, name: str) -> Path:
     return folder / name
 
 
-def record_files(folder: Path, digests: dict[str, str]) -> None:
-    """Add ``digests`` (name → sha256) to the manifest of ``folder``; a name keeps only the
-    hashes of its current content and the new one."""
+def record_files(folder: Path, digests: dict[str, str], owner: str) -> None:
+    """Add ``digests`` (name → sha256) to the manifest of ``folder``, written by ``owner``; a
+    name keeps only the hashes of its current content and the new one."""
     folder.mkdir(parents=True, exist_ok=True)
     with _manifest_lock(folder):
         files = read_manifest(folder)
@@ -167,27 +189,23 @@ def record_files(folder: Path, digests: dict[str, str]) -> None:
             current = sha256_of(path) if path.is_file() and not path.is_symlink() else None
             kept = {h for h in files.get(name, set()) if h == current}
             files[name] = kept | {digest}
-        text = json.dumps(
-            {"format": MANIFEST_FORMAT, "files": {n: sorted(h) for n, h in sorted(files.items())}},
-            indent=1,
-        )
-        atomic_write_text(folder / MANIFEST, text + "\n")
+        atomic_write_text(folder / MANIFEST, manifest_text(files, owner))
 
 
-def write_owned(folder: Path, name: str, data: bytes | str) -> Path:
+def write_owned(folder: Path, name: str, data: bytes | str, owner: str) -> Path:
     """Write ``folder/name`` whole (a temporary file, then a rename), its hash recorded in the
     manifest first."""
     content = data.encode("utf-8") if isinstance(data, str) else data
     path = owned_path(folder, name)
-    record_files(folder, {name: hashlib.sha256(content).hexdigest()})
+    record_files(folder, {name: hashlib.sha256(content).hexdigest()}, owner)
     return atomic_write_bytes(path, content)
 
 
-def place_owned(folder: Path, source: Path, name: str) -> Path:
+def place_owned(folder: Path, source: Path, name: str, owner: str) -> Path:
     """Move the finished file ``source`` (in the same file system) to ``folder/name``, its hash
     recorded first."""
     path = owned_path(folder, name)
-    record_files(folder, {name: sha256_of(source)})
+    record_files(folder, {name: sha256_of(source)}, owner)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, path)
     return path
@@ -214,13 +232,20 @@ def unproven_files(folder: Path) -> list[str]:
 
 
 def check_owned_folder(
-    out: Path, what: str, flag: str = "--out", replaceable: Iterable[str] = ()
+    out: Path, what: str, owner: str, flag: str = "--out", replaceable: Iterable[str] = ()
 ) -> None:
     """Refuse, before any work, an ``out`` that is not a new or empty folder or one holding
-    only files geomlens wrote (proven by its manifest), naming the user's files in it.
+    only files ``owner`` wrote (proven by its manifest), naming the user's files in it (and a
+    folder another kind of writer made: a sweep never writes into a report's folder).
     ``replaceable``: names the writer may rewrite although changed since (a sweep re-measures a
     Result edited by hand)."""
     check_target(out, flag, f"{what} is a folder", what.split()[-1])
+    earlier = manifest_owner(out)
+    if earlier is not None and earlier != owner and read_manifest(out):
+        raise OutputFolderError(
+            f"{flag} {out} holds the files of a geomlens {earlier}, which the {what} would "
+            f"replace; nothing was changed: give a new or empty {flag} folder."
+        )
     allowed = set(replaceable)
     theirs = [name for name in unproven_files(out) if name not in allowed]
     if theirs:
@@ -254,6 +279,8 @@ __all__ = [
     "MANIFEST",
     "OutputFolderError",
     "check_owned_folder",
+    "manifest_owner",
+    "manifest_text",
     "owned_path",
     "place_owned",
     "proven",

@@ -238,6 +238,16 @@ def test_case_10_an_experiment_rerun_never_deletes_the_users_files(run):
     assert snapshot(run) == before
 
 
+def test_case_10b_one_kind_of_geomlens_folder_is_not_taken_for_another(series, texts, tmp_path):
+    """An experiment rerun deletes only its own kind of files: given a sweep's folder (files
+    geomlens wrote, but a sweep's), it is refused and deletes nothing."""
+    out = tmp_path / "O"
+    ok(sweep(series, out, texts))
+    before = snapshot(out)
+    error_line(experiment(out), "files of a geomlens sweep", "abstraction-dynamics run")
+    assert snapshot(out) == before
+
+
 # -- tracebacks ----------------------------------------------------------------------------------
 
 

@@ -54,6 +54,8 @@ from geomlens.results import Result
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
 TIME_AXES = ("auto", "step", "lr-sum")
 FORMAT = 1
+#: What the folder's manifest says wrote it (a report's or an experiment's folder is refused).
+OWNER = "sweep"
 
 
 @dataclass
@@ -338,7 +340,9 @@ def _measure_all(
                 }
                 _seal(result)
                 if folder is not None:
-                    write_owned(folder, _result_name(checkpoint, name), result.to_json() + "\n")
+                    write_owned(
+                        folder, _result_name(checkpoint, name), result.to_json() + "\n", OWNER
+                    )
                 in_memory.setdefault(checkpoint.label, {})[name] = result
             measured.append((checkpoint.label, list(missing)))
             del adapter
@@ -620,7 +624,7 @@ def _check_out(folder: Path, checkpoints: Series, names: Sequence[str]) -> None:
     # The report folder's rules: a new or empty folder, or one holding only what a sweep wrote
     # (its manifest proves it); a Result of this sweep edited since is measured again.
     results = [_result_name(c, name) for c in checkpoints for name in names]
-    check_owned_folder(folder, "sweep", replaceable=results)
+    check_owned_folder(folder, "sweep", OWNER, replaceable=results)
 
 
 # --- theory -----------------------------------------------------------------------------------
@@ -710,9 +714,11 @@ def _write_outputs(
             folder,
             "trajectory_seeds.csv",
             table.to_csv(outcome.across_seeds, table.ACROSS_SEEDS_COLUMNS),
+            OWNER,
         )
-    write_owned(folder, "trajectory.json", json.dumps(document, indent=1, allow_nan=False) + "\n")
-    write_owned(folder, "trajectory.csv", table.to_csv(outcome.rows))
+    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+    write_owned(folder, "trajectory.json", text, OWNER)
+    write_owned(folder, "trajectory.csv", table.to_csv(outcome.rows), OWNER)
     _write_json(folder, "sweep.json", record)
     if figures:
         import tempfile
@@ -722,11 +728,11 @@ def _write_outputs(
         with tempfile.TemporaryDirectory(prefix=".geomlens-figures.", dir=folder) as drawn:
             for name in names:
                 draw_analysis(outcome, name, Path(drawn) / f"{name}.png", record)
-                place_owned(folder, Path(drawn) / f"{name}.png", f"{name}.png")
+                place_owned(folder, Path(drawn) / f"{name}.png", f"{name}.png", OWNER)
 
 
 def _write_json(folder: Path, name: str, value: Any) -> None:
-    write_owned(folder, name, json.dumps(value, indent=1, allow_nan=False) + "\n")
+    write_owned(folder, name, json.dumps(value, indent=1, allow_nan=False) + "\n", OWNER)
 
 
 # --- processes --------------------------------------------------------------------------------

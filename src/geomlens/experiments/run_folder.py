@@ -28,12 +28,14 @@ from geomlens.output_folder import (
 
 RUN_FILE = "run.json"
 WEIGHTS_FILE = "model.safetensors"
+#: What the folder's manifest says wrote it.
+OWNER = "experiment"
 
 
 def check_run_folder(folder: Path, experiment: str) -> None:
     """Refuse, before any work, a ``folder`` that is neither new, empty, nor an earlier run of
     ``experiment`` written by geomlens (an interrupted one included)."""
-    check_owned_folder(folder, f"{experiment} run")
+    check_owned_folder(folder, f"{experiment} run", OWNER)
     record = folder / RUN_FILE
     if proven(folder, RUN_FILE, read_manifest(folder)):
         try:
@@ -61,9 +63,9 @@ def save_checkpoint(folder: Path, label: str, state: dict[str, torch.Tensor]) ->
     """Write ``state`` (copied, contiguous) as ``folder/label/model.safetensors``, whole or not
     at all (a killed run leaves no half-written checkpoint for a sweep to read)."""
     tensors = {k: v.detach().clone().contiguous() for k, v in state.items()}
-    write_owned(folder, f"{label}/{WEIGHTS_FILE}", save(tensors))
+    write_owned(folder, f"{label}/{WEIGHTS_FILE}", save(tensors), OWNER)
 
 
 def write_run_record(folder: Path, record: dict[str, Any]) -> None:
     """``folder/run.json``, written last (a folder with it holds a finished run)."""
-    write_owned(folder, RUN_FILE, json.dumps(record, indent=1) + "\n")
+    write_owned(folder, RUN_FILE, json.dumps(record, indent=1) + "\n", OWNER)

@@ -17,7 +17,6 @@ mechanism every folder geomlens writes shares, :mod:`geomlens.output_folder`). S
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -28,12 +27,16 @@ from geomlens.output_folder import (
     MANIFEST_FORMAT,
     check_target,
     listing,
+    manifest_owner,
+    manifest_text,
     proven,
     read_manifest,
     sha256_of,
 )
 from geomlens.output_folder import OutputFolderError as ReportFolderError
 
+#: What the manifest says wrote the folder (a sweep's or an experiment's is refused).
+OWNER = "report"
 #: Where a report is written before it is moved into place (inside the output folder).
 STAGING = ".geomlens-report-staging"
 #: The file that marks a staging folder as geomlens's own.
@@ -89,6 +92,12 @@ def check_report_folder(out: Path, names: Iterable[str], flag: str = "--out") ->
     check_target(out, flag, "a report is a folder (index.html, figures, JSON)", "report")
     if not out.is_dir():
         return
+    earlier = manifest_owner(out)
+    if earlier not in (None, OWNER) and read_manifest(out):
+        raise ReportFolderError(
+            f"{flag} {out} holds a geomlens {earlier}, not a report; nothing was changed: give a "
+            f"new or empty {flag} folder."
+        )
     if (out / STAGING).exists() and not _staging_is_ours(out):
         raise ReportFolderError(
             f"{flag} {out} holds {STAGING}, which geomlens did not make (no {STAGING_MARK} in "
@@ -123,13 +132,9 @@ def start_staging(folder: Path) -> Path:
 
 def _write_manifest(folder: Path, staging: Path, files: dict[str, set[str]]) -> None:
     """Write the manifest through the staging folder (no temporary is left in ``folder``)."""
-    text = json.dumps(
-        {"format": MANIFEST_FORMAT, "files": {n: sorted(h) for n, h in sorted(files.items())}},
-        indent=1,
-    )
     temporary = staging / (MANIFEST + ".new")
     with temporary.open("w", encoding="utf-8") as file:
-        file.write(text + "\n")
+        file.write(manifest_text(files, OWNER))
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, folder / MANIFEST)
@@ -174,6 +179,7 @@ def publish(folder: Path, staging: Path) -> list[str]:
 
 __all__ = [
     "MANIFEST",
+    "MANIFEST_FORMAT",
     "STAGING",
     "ReportFolderError",
     "check_report_folder",
@@ -181,5 +187,6 @@ __all__ = [
     "planned_files",
     "publish",
     "read_manifest",
+    "sha256_of",
     "start_staging",
 ]
