@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from geomlens.cli.errors import fail, one_line_errors
+from geomlens.cli.errors import check_batch_size, check_seed, fail, one_line_errors
 from geomlens.cli.options import parse_option
 
 experiment_app = typer.Typer(
@@ -98,6 +99,7 @@ def sweep_command(
         raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
     if out is None:
         raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
+    _check_sweep_flags(seed, batch_size)
     options = dict(parse_option(o) for o in option or [])
     if site:
         options["site"] = site[0] if len(site) == 1 else list(site)
@@ -143,14 +145,31 @@ def sweep_command(
         f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
         f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"
     )
-    exact = outcome.theory.get("exact")
+    _echo_exact(outcome.theory.get("exact"))
+
+
+def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
+    """What `geomlens run` checks first, checked before a checkpoint is listed or loaded."""
+    check_seed(seed)
+    if batch_size is not None:
+        check_batch_size(batch_size)
+
+
+def _echo_exact(exact: Any) -> None:
+    """The exact theory's summary line (a series of one has no residual or clock ratio)."""
     if isinstance(exact, dict) and "alpha_max" in exact:
         resolved = "resolved" if exact["peak_resolved"] else "not resolved by the checkpoints"
         typer.echo(
-            f"exact theory: α_max {exact['alpha_max']:.4f} ({resolved}), α_∞ "
-            f"{exact['alpha_infinity']:.4f}, largest |measured − exact| "
-            f"{exact['max_abs_residual']:.2e}, clock ratio {exact['clock_ratio']:.4f}"
+            f"exact theory: α_max {_shown(exact['alpha_max'], '.4f')} ({resolved}), α_∞ "
+            f"{_shown(exact['alpha_infinity'], '.4f')}, largest |measured − exact| "
+            f"{_shown(exact['max_abs_residual'], '.2e')}, clock ratio "
+            f"{_shown(exact['clock_ratio'], '.4f')}"
         )
+
+
+def _shown(value: Any, form: str) -> str:
+    """A summary number as ``form``; "n/a" where the series cannot give it (one checkpoint)."""
+    return format(value, form) if isinstance(value, (int, float)) else "n/a"
 
 
 def _world_size() -> int:
@@ -200,9 +219,13 @@ def abstraction_dynamics_command(
     """The minimal two-factor linear network of the abstraction-dynamics paper (exact ridge
     readout), trained with checkpoints; `geomlens sweep abstraction --series OUT` overlays the
     exact α(t)."""
-    from geomlens.experiments.abstraction_dynamics import AbstractionDynamicsConfig, train
+    from geomlens.experiments.abstraction_dynamics import (
+        EXPERIMENT,
+        AbstractionDynamicsConfig,
+        train,
+    )
 
-    with one_line_errors():
+    with one_line_errors(interrupted=_interrupted(out)):
         inputs = _modes("--input-modes", input_modes)
         targets = _modes("--target-modes", target_modes)
         configs = [
@@ -222,6 +245,7 @@ def abstraction_dynamics_command(
             )  # fmt: skip
             for run, target in _seed_folders(out, seeds, seed)
         ]
+        _check_run_folders([target for _, target in configs], EXPERIMENT)
         for config, target in configs:
             _wrote_run(train(config, target, progress=True), target)
 
@@ -239,13 +263,35 @@ def toy_network_command(
     """The toy ReLU network of the generalisation–identification paper (its configuration),
     saved every epoch; `geomlens sweep resolution --series OUT` places (p_S, p_I) against the
     front."""
-    from geomlens.experiments.toy_network import train
+    from geomlens.experiments.checkpoint_steps import check_saved_steps
+    from geomlens.experiments.toy_network import EXPERIMENT, train
     from geomlens.theory.toy import ToyConfig
 
-    with one_line_errors():
-        for run, target in _seed_folders(out, seeds, seed):
-            record = train(ToyConfig(epochs=epochs, seed=run), target, checkpoints=checkpoints)
-            _wrote_run(record, target)
+    with one_line_errors(interrupted=_interrupted(out)):
+        targets = _seed_folders(out, seeds, seed)
+        for run, _ in targets:
+            check_seed(run, "--seed")
+        runs = [(ToyConfig(epochs=epochs, seed=run), target) for run, target in targets]
+        check_saved_steps(checkpoints, epochs, "epochs")
+        _check_run_folders([target for _, target in runs], EXPERIMENT)
+        for config, target in runs:
+            _wrote_run(train(config, target, checkpoints=checkpoints), target)
+
+
+def _interrupted(out: Path) -> str:
+    return (
+        f"interrupted; the checkpoints written so far are in {out} without a run.json: rerun "
+        "into the same --out to start again."
+    )
+
+
+def _check_run_folders(targets: list[Path], experiment: str) -> None:
+    """Every run's folder is checked before the first run starts (seeds and run folders alike,
+    each a ``--seed`` would have been refused for)."""
+    from geomlens.experiments.run_folder import check_run_folder
+
+    for target in targets:
+        check_run_folder(target, experiment)
 
 
 def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
@@ -253,8 +299,8 @@ def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise ValueError(f"{flag} takes four numbers G,S,C,SC; got {text!r}") from None
-    if len(values) != 4 or any(v < 0 for v in values):
-        raise ValueError(f"{flag} takes four numbers >= 0, G,S,C,SC; got {text!r}")
+    if len(values) != 4 or not all(math.isfinite(v) and v >= 0 for v in values):
+        raise ValueError(f"{flag} takes four finite numbers >= 0, G,S,C,SC; got {text!r}")
     return values[0], values[1], values[2], values[3]
 
 
