@@ -47,3 +47,30 @@ def test_a_planted_laplace_half_width_does_not_depend_on_the_number_of_stimuli()
     assert np.all(np.isfinite(widths))
     assert max(widths) / min(widths) < 1.05
     assert widths[0] == pytest.approx(3.0 * np.log(2.0), rel=0.05)
+
+
+def _two_scales(line, fast, slow, share):
+    """Representations whose cosine is share e^(−d/fast) + (1 − share) e^(−d/slow)."""
+    return np.concatenate(
+        [
+            np.sqrt(share) * kernel_features(line, "exponential", fast, seed=1),
+            np.sqrt(1 - share) * kernel_features(line, "exponential", slow, seed=2),
+        ],
+        axis=1,
+    )
+
+
+def test_the_fits_table_shows_no_scale_below_d1_as_a_number():
+    line = np.arange(60.0)  # d₁ = 1; the fast scale 0.5 is below it
+    result = _run(_two_scales(line, 0.5, 20.0, 0.4), line)
+    d1 = result[f"{SITE}.first_distance"]
+    (two,) = [r for r in result.tables["fits"] if r["family"] == "two-scale"]
+    assert np.isnan(two["epsilon_fast"]) and two["epsilon_fast_censored"] == -1
+    assert "epsilon_fast < d₁" in two["unresolved"]
+    for row in result.tables["fits"]:
+        for name in ("epsilon", "half_width", "epsilon_fast"):
+            assert np.isnan(row[name]) or row[name] >= d1, (row["family"], name, row[name])
+            if np.isnan(row[name]) and row[f"{name}_censored"] in (-1, 1):
+                assert name in row["unresolved"]
+    # The figure draws the chosen fit from the g_of_d table, not from the guarded scales.
+    assert all(np.isfinite(r["fitted"]) for r in result.tables["g_of_d"])

@@ -226,12 +226,6 @@ def _interval_metrics(key: str, interval: Interval) -> dict[str, float]:
     }
 
 
-def _bounded(fit: Fit) -> bool:
-    """Whether ``fit``'s (slow) scale is a bound of the search, not an estimate (a two-scale
-    fit at the low edge has its fast scale there; its slow scale is still estimated)."""
-    return fit.at_bound == "high" or (fit.at_bound == "low" and fit.family != "two-scale")
-
-
 def _number(value: Any) -> float:
     """A float from a JSON value (None → NaN)."""
     return float(value) if value is not None else float("nan")
@@ -252,19 +246,47 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
     return bool(p_i > np.interp(p_s, upper.p_s[branch], upper.p_i[branch]))
 
 
+#: How a guarded scale of the ``fits`` table reads instead of a number, by its censoring.
+_FIT_WORDS = {-1.0: "< d₁", 1.0: "at the search bound"}
+
+
+def _guarded(value: float, bound: str, d1: float) -> tuple[float, float]:
+    """(value, censored) of a scale in the ``fits`` table, through the metrics' guards: at
+    the search's low edge or below d₁ it is NaN with −1, at its high edge NaN with +1."""
+    if bound == "low":
+        return float("nan"), -1.0
+    if bound == "high":
+        return float("nan"), 1.0
+    return censor(value, d1)
+
+
 def _fit_row(site: str, f: Fit, chosen: bool, d1: float) -> dict[str, Any]:
-    """One row of the ``fits`` table: a family's fit at ``site``, with what it resolves."""
+    """One row of the ``fits`` table: a family's fit at ``site``, with what it resolves.
+
+    Every scale goes through the metrics' guards: one below d₁ or at an edge of the search is
+    NaN with its ``*_censored`` (−1 / +1) and named in ``unresolved`` ("< d₁", "at the
+    search bound"), never a number. (A two-scale fit at the low edge has its fast scale
+    there; its slow scale is still estimated.)"""
+    slow_bound = "" if f.at_bound == "low" and f.family == "two-scale" else f.at_bound
+    scales = {
+        "epsilon": _guarded(f.epsilon, slow_bound, d1),
+        # The fitted curve's half-width (the metric is the measured curve's).
+        "half_width": _guarded(f.half_width, slow_bound, d1),
+        "epsilon_fast": _guarded(f.epsilon_fast, f.at_bound if slow_bound == "" else "", d1),
+    }
+    unresolved = [
+        f"{name} {_FIT_WORDS[censored]}"
+        for name, (_, censored) in scales.items()
+        if censored in _FIT_WORDS
+    ]
     return {
         "site": site,
         "family": f.family,
-        # A scale at an edge of the search grid is a bound, not an estimate; so
-        # is the fitted half-width it sets.
-        "epsilon": float("nan") if _bounded(f) else f.epsilon,
-        # The fitted curve's half-width (the metric is the measured curve's).
-        "half_width": float("nan") if _bounded(f) else f.half_width,
+        **{name: value for name, (value, _) in scales.items()},
+        **{f"{name}_censored": censored for name, (_, censored) in scales.items()},
+        "unresolved": "; ".join(unresolved),
         "delta": f.delta,
         "offset": f.offset,
-        "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
         "fast_share": f.fast_share,
         # The fraction of g(0) = 1 this fit loses within the first bin.
         "amplitude": float(1.0 - f.g()(np.array(d1))) if np.isfinite(f.level) else float("nan"),
@@ -517,11 +539,16 @@ class Resolution(Similarity, declaration=DECLARATION):
         site = measured.site
         edges = distance_bins(measured.distances, config.bins)
         rows = g_of_d(measured.distances, measured.similarity, config.bins)
-        tables["g_of_d"].extend({"site": site, **row} for row in rows)
         first = rows[0]  # the nearest bin of distinct stimuli
         d1 = float(first["distance"])
         fits = fit_profile(measured.distances, measured.similarity, edges)
         chosen = chosen_fit(fits)
+        # The chosen fit's g at each measured distance (the figure draws it from here: the
+        # fits table holds no scale the grid does not resolve).
+        fitted = chosen.g()(np.array([r["distance"] for r in rows]))
+        tables["g_of_d"].extend(
+            {"site": site, **row, "fitted": float(g)} for row, g in zip(rows, fitted)
+        )
         tables["fits"].extend(_fit_row(site, f, f is chosen, d1) for f in fits)
         distances = np.array([r["distance"] for r in rows])
         means = np.array([r["mean"] for r in rows])
@@ -665,19 +692,12 @@ class Resolution(Similarity, declaration=DECLARATION):
         sites = list(chosen)
         colours = dict(zip(sites, plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))))
         figure, (ax_g, ax_plane) = plt.subplots(1, 2, figsize=(12, 4.6))
-        decaying = {s: r for s, r in chosen.items() if _finite(r["epsilon"])}
         plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
-        top = max((r["distance"] for r in result.tables["g_of_d"]), default=1.0)
-        grid = np.linspace(0, top, 600)
-        for site, fit in decaying.items():
-            g = fitted_g(
-                fit["family"],
-                fit["epsilon"],
-                fit["delta"] + fit["offset"],
-                _number(fit.get("epsilon_fast")),
-                _number(fit.get("fast_share")),
-            )(grid)
-            ax_g.plot(grid, g, color=colours[site], lw=1)
+        for site in sites:  # the chosen fit at the measured distances (none drawn below d₁)
+            mine = [r for r in result.tables["g_of_d"] if r["site"] == site]
+            fitted = [_number(r.get("fitted")) for r in mine]
+            if np.any(np.isfinite(fitted)):
+                ax_g.plot([r["distance"] for r in mine], fitted, color=colours[site], lw=1)
         for site in sites:  # g(0) = 1 on the diagonal; the same stimulus in another text
             ax_g.plot([0], [1.0], "o", color=colours[site], ms=3)
             across = _number(result.metrics.get(f"{site}.g0_across_texts"))
