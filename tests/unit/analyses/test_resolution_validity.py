@@ -146,3 +146,27 @@ def test_two_contexts_at_two_rows_get_an_interval_no_narrower_than_at_four():
             spread.append(row["alpha_corrected_ci_high"] - row["alpha_corrected_ci_low"])
         widths[n] = float(np.mean(spread))
     assert widths[2] > widths[4] > 0
+
+
+# -- ⟨b⟩ at the two scales ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("slow, expected", [(10.0, "finite"), (125.0, "beyond")])
+def test_a_fast_scale_at_its_bound_leaves_the_slow_scales_mean_b(slow, expected):
+    """A two-scale fit whose fast scale sat at the search's low edge still estimates the slow
+    one: its ⟨b⟩ is a number (half-width 6.9 on 25 stimuli one apart), or, with a slow
+    half-life of 86.6 beyond the largest distance 24, a bound "≥" (not "< d₁")."""
+    from geomlens.analyses.resolution.analysis import _two_scale_balls
+    from geomlens.analyses.resolution.profile_fits import Fit
+
+    line = np.arange(25.0)
+    distances = np.abs(np.subtract.outer(line, line))
+    fit = Fit("two-scale", slow, 0.0, 0.0, 0.0, epsilon_fast=0.05, fast_share=0.5, at_bound="low")
+    balls = _two_scale_balls(distances, fit, 1.0)
+    assert balls["mean_b_fast_censored"] == -1 and np.isnan(balls["mean_b_fast"])
+    if expected == "finite":
+        assert balls["mean_b_slow_censored"] == 0
+        assert balls["mean_b_slow"] == pytest.approx(np.mean(distances < slow * np.log(2)))
+    else:
+        assert balls["mean_b_slow_censored"] == 1 and np.isnan(balls["mean_b_slow"])
+        assert balls["mean_b_slow_bound"] > 0.99  # b at the largest distance

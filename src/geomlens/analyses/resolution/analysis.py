@@ -480,17 +480,32 @@ def _resampled_mean_b(distances: np.ndarray, widths: np.ndarray, first: float) -
 
 
 def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[str, float]:
-    """Two scales: ⟨b⟩ at each one's half-width (ε ln 2), where that scale is above d₁."""
+    """Two scales: ⟨b⟩ at each one's half-width (ε ln 2), each scale judged on its own: a
+    fast scale at the search's low edge or with its half-width below d₁ is "< d₁" (−1), a
+    slow one at the high edge or with its half-width beyond the largest distance is only
+    bounded (+1, ``_bound`` = b there). A fast scale at the low edge leaves the slow one
+    estimated."""
     scales: dict[str, float] = {}
-    if chosen.family == "two-scale":
-        for name, scale in (("fast", chosen.epsilon_fast), ("slow", chosen.epsilon)):
-            resolved = scale * np.log(2.0) >= first and chosen.at_bound == ""
-            scales[f"mean_b_{name}"] = (
-                float(finite_ball(distances, scale * np.log(2.0)).mean())
-                if resolved
-                else float("nan")
-            )
-            scales[f"mean_b_{name}_censored"] = 0.0 if resolved else -1.0
+    if chosen.family != "two-scale":
+        return scales
+    largest = float(distances.max())
+    for name, scale, bound in (
+        ("fast", chosen.epsilon_fast, chosen.at_bound == "low"),
+        ("slow", chosen.epsilon, chosen.at_bound == "high"),
+    ):
+        width = scale * np.log(2.0)
+        value, censored, ball_bound = float("nan"), 0.0, float("nan")
+        if (name == "fast" and bound) or width < first:
+            censored = -1.0
+            ball_bound = float(finite_ball(distances, first).mean())
+        elif bound or width > largest:
+            censored = 1.0
+            ball_bound = float(finite_ball(distances, largest).mean())
+        else:
+            value = float(finite_ball(distances, width).mean())
+        scales[f"mean_b_{name}"] = value
+        scales[f"mean_b_{name}_censored"] = censored
+        scales[f"mean_b_{name}_bound"] = ball_bound
     return scales
 
 
