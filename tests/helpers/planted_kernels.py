@@ -68,3 +68,9 @@ def run_planted(representations, coordinates, *, site: str, bootstrap: int = 40,
         progress=False,
         **options,
     )
+
+
+def gram_vectors(gram: np.ndarray) -> np.ndarray:
+    """Rows whose inner products are ``gram`` exactly (unit rows when its diagonal is 1)."""
+    values, vectors = np.linalg.eigh(gram)
+    return vectors * np.sqrt(np.clip(values, 0.0, None))

@@ -3,7 +3,7 @@ table's guards, ⟨b⟩'s grid step, the stimulus range, and corrected α at low
 
 import numpy as np
 import pytest
-from helpers.planted_kernels import kernel_features, run_planted
+from helpers.planted_kernels import gram_vectors, kernel_features, run_planted
 
 from geomlens.analyses.similarity import distance_bins
 from geomlens.analyses.similarity.analysis import g_of_d
@@ -170,3 +170,56 @@ def test_a_fast_scale_at_its_bound_leaves_the_slow_scales_mean_b(slow, expected)
     else:
         assert balls["mean_b_slow_censored"] == 1 and np.isnan(balls["mean_b_slow"])
         assert balls["mean_b_slow_bound"] > 0.99  # b at the largest distance
+
+
+# -- the stimulus range ------------------------------------------------------------------------
+
+
+def _planted(kind, size, **options):
+    line = np.arange(float(size))
+    d = np.abs(np.subtract.outer(line, line))
+    gram = np.exp(-d / 3) if kind == "laplace" else (1 + d) ** -0.3
+    return _run(gram_vectors(gram), line, **options)
+
+
+def test_a_laplace_scale_does_not_depend_on_the_range():
+    """exp(−d/3) on 50, 100 and 200 stimuli (the centred cosine, the default): the same
+    half-width within 5 %, and the central half and quarter give it again."""
+    widths = []
+    for size in (50, 100, 200):
+        result = _planted("laplace", size, similarity="centred-cosine")
+        assert result[f"{SITE}.scale_depends_on_range"] == 0
+        rows = result.tables["range_dependence"]
+        assert [r["share_of_range"] for r in rows] == [1.0, 0.5, 0.25]
+        assert all(r["half_width"] == pytest.approx(2.09, rel=0.02) for r in rows)
+        widths.append(result[f"{SITE}.half_width"])
+    assert max(widths) / min(widths) < 1.05
+
+
+def test_a_similarity_without_a_scale_is_flagged_where_its_half_width_follows_the_range():
+    """(1 + d)^−0.3, centred: half-widths 2.5 / 3.1 / 3.8 at 50 / 100 / 200 stimuli (no
+    flag before); each is flagged, and the reading says the scale grows with the range."""
+    from geomlens.report.readings import read
+
+    widths = []
+    for size in (50, 100, 200):
+        result = _planted("power", size, similarity="centred-cosine")
+        assert result[f"{SITE}.scale_depends_on_range"] == 1
+        widths.append(result[f"{SITE}.half_width"])
+        words = " ".join(read(result))
+        assert f"no single scale over 0–{size - 1}" in words
+    assert widths[2] / widths[0] > 1.3
+
+
+def test_the_power_family_recognises_a_scale_free_similarity_by_aic():
+    """Uncentred, (1 + d)^−0.3 is won by the power family, whose half-width ε(2^(1/β) − 1)
+    does not move with the range."""
+    widths = []
+    for size in (50, 200):
+        result = _planted("power", size)
+        (chosen,) = [r for r in result.tables["fits"] if r["chosen"]]
+        assert chosen["family"] == "power"
+        assert chosen["exponent"] == pytest.approx(0.3, rel=0.02)
+        widths.append(result[f"{SITE}.half_width"])
+    assert widths[0] == pytest.approx(2 ** (1 / 0.3) - 1, rel=0.02)
+    assert widths[1] == pytest.approx(widths[0], rel=0.01)

@@ -39,6 +39,7 @@ from geomlens.analyses.resolution.profile_fits import (
     fitted_g,
     measured_half_width,
 )
+from geomlens.analyses.resolution.range_check import Scales, range_dependence
 from geomlens.analyses.similarity.analysis import (
     Similarity,
     SiteSimilarity,
@@ -288,6 +289,7 @@ def _fit_row(site: str, f: Fit, chosen: bool, d1: float) -> dict[str, Any]:
         "delta": f.delta,
         "offset": f.offset,
         "fast_share": f.fast_share,
+        "exponent": f.exponent,  # the power family's β
         # The fraction of g(0) = 1 this fit loses within the first bin.
         "amplitude": float(1.0 - f.g()(np.array(d1))) if np.isfinite(f.level) else float("nan"),
         "aic": f.aic,
@@ -325,7 +327,8 @@ def _site_metrics(
     # and counted here.
     flat_share = float(np.mean(np.isnan(boot.epsilon))) if resamples else np.nan
     epsilon = np.inf if chosen.at_bound == "high" else chosen.epsilon
-    epsilon_fast = chosen.epsilon_fast if chosen.at_bound != "low" else -np.inf
+    low_fast = chosen.family == "two-scale" and chosen.at_bound == "low"
+    epsilon_fast = -np.inf if low_fast else chosen.epsilon_fast
     site_metrics: dict[str, float] = {
         f"{site}.fast_share": chosen.fast_share,
         f"{site}.delta": chosen.delta,
@@ -388,6 +391,38 @@ def _undefined_summary(site: str, similarity: str) -> dict[str, Any]:
         "p_similarity": float("nan"),
         "p_identification": float("nan"),
     }
+
+
+def _side_by_side_metrics(site: str, rows: tuple[dict[str, Any], ...]) -> dict[str, float]:
+    """``<site>.raw_*`` and ``<site>.centred_*`` from the two ``by_similarity`` rows."""
+    out: dict[str, float] = {}
+    for row in rows:
+        prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
+        out.update(
+            {
+                f"{site}.{prefix}_{k}": float(v)
+                for k, v in row.items()
+                if k not in ("site", "similarity", "family")
+            }
+        )
+    return out
+
+
+def _open_end(interval: Interval) -> tuple[float, float]:
+    """An interval's ends with a censored end open (−∞ below d₁, +∞ beyond)."""
+    low = -np.inf if interval.low_censored == -1 else interval.low
+    high = np.inf if interval.high_censored == 1 else interval.high
+    return float(low), float(high)
+
+
+def _full_scales(metrics: dict[str, float], intervals: dict[str, Interval], site: str) -> Scales:
+    """The full range's half-width and ε (NaN where unresolved) with their intervals."""
+    return Scales(
+        metrics[f"{site}.half_width"],
+        metrics[f"{site}.epsilon"],
+        _open_end(intervals["half_width"]),
+        _open_end(intervals["epsilon"]),
+    )
 
 
 def _scope_row(measured: SiteSimilarity, similarity: str, d1: float) -> dict[str, Any]:
@@ -526,7 +561,14 @@ class Resolution(Similarity, declaration=DECLARATION):
         # The Result's tables, in its order; every site appends its rows to each.
         tables: dict[str, list[dict[str, Any]]] = {
             name: []
-            for name in ("g_of_d", "fits", "placement", "by_similarity", "scale_depends_on")
+            for name in (
+                "g_of_d",
+                "fits",
+                "placement",
+                "by_similarity",
+                "scale_depends_on",
+                "range_dependence",
+            )  # fmt: skip
         }
         other = "cosine" if config.similarity == "centred-cosine" else "centred-cosine"
         try:
@@ -582,7 +624,12 @@ class Resolution(Similarity, declaration=DECLARATION):
             measured, chosen, float(first["mean"]), distances, width, boot, resamples,
             intervals, placement,
         )  # fmt: skip
+        depends, range_rows = range_dependence(
+            measured, chosen, _full_scales(site_metrics, intervals, site), config.bins
+        )
+        site_metrics[f"{site}.scale_depends_on_range"] = depends
         metrics.update(site_metrics)
+        tables["range_dependence"].extend(range_rows)
         tables["placement"].append({"site": site, "family": chosen.family, **placement})
         # The same numbers with the other similarity, side by side (centring changes them).
         mine = _own_summary(site, config.similarity, chosen, site_metrics, placement)
@@ -592,15 +639,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             else _undefined_summary(site, other)
         )
         tables["by_similarity"].extend([mine, theirs])
-        for row in (mine, theirs):
-            prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
-            metrics.update(
-                {
-                    f"{site}.{prefix}_{k}": float(v)
-                    for k, v in row.items()
-                    if k not in ("site", "similarity", "family")
-                }
-            )
+        metrics.update(_side_by_side_metrics(site, (mine, theirs)))
         tables["scale_depends_on"].append(_scope_row(measured, config.similarity, d1))
 
     def _summary(

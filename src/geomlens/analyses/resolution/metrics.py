@@ -75,4 +75,9 @@ METRIC_SPECS: tuple[M, ...] = (
     M("raw_g_first", "g(d₁), raw cosine"),
     M("centred_g_first", "g(d₁), centred cosine"),
     M("zero_crossing", "first distance where g < 0", "distance"),
+    M(
+        "scale_depends_on_range",
+        "the scale depends on the stimulus range (1: the central sub-ranges give another)",
+        headline=True,
+    ),
 )
