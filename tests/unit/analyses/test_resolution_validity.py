@@ -223,3 +223,27 @@ def test_the_power_family_recognises_a_scale_free_similarity_by_aic():
         widths.append(result[f"{SITE}.half_width"])
     assert widths[0] == pytest.approx(2 ** (1 / 0.3) - 1, rel=0.02)
     assert widths[1] == pytest.approx(widths[0], rel=0.01)
+
+
+# -- ⟨b⟩ and its grid step ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size, regime", [(100, "identification"), (20, "set by the grid")])
+def test_a_regime_is_read_only_when_it_survives_one_grid_step(size, regime):
+    """⟨b⟩ at a half-width of 2.5 on a 1-step grid: 0.049 on 100 stimuli, whose neighbours
+    one step either way (0.03, 0.07) are all identification; 0.23 on 20 stimuli, between
+    0.14 and 0.32 across the 1/4 boundary: the grid, not the model, sets the regime there."""
+    from geomlens.analyses.resolution.analysis import Resampled, _balls_at_half_width
+    from geomlens.analyses.resolution.profile_fits import Fit
+
+    line = np.arange(float(size))
+    distances = np.abs(np.subtract.outer(line, line))
+    fit = Fit("exponential", 3.6, 0.0, 0.0, 0.0)
+    empty = Resampled(*(np.zeros(0) for _ in range(4)))
+    balls, read, agreement = _balls_at_half_width(distances, fit, 2.5, empty, 1.0, 0.95)
+    assert read == regime
+    assert balls["mean_b_grid_low"] < balls["mean_b"] < balls["mean_b_grid_high"]
+    step = (balls["mean_b_grid_high"] - balls["mean_b_grid_low"]) / 2
+    assert balls["mean_b_grid_step"] == pytest.approx(step)
+    if regime == "set by the grid":
+        assert np.isnan(agreement)

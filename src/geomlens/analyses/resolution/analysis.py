@@ -450,6 +450,17 @@ def _protocol(config: ResolutionConfig, seed: int) -> dict[str, Any]:
     }
 
 
+#: The regime of a ⟨b⟩ whose reading changes within one grid step of its half-width.
+SET_BY_GRID = "set by the grid"
+
+
+def _grid_step(distances: np.ndarray, width: float, first: float) -> tuple[float, float]:
+    """⟨b⟩ one grid step (d₁) below and above the half-width: how much the grid alone moves
+    it (every ball is a count of grid points, so ⟨b⟩ moves in steps)."""
+    low = float(finite_ball(distances, max(width - first, 0.0)).mean())
+    return low, float(finite_ball(distances, width + first).mean())
+
+
 def _balls_at_half_width(
     distances: np.ndarray,
     chosen: Fit,
@@ -459,11 +470,13 @@ def _balls_at_half_width(
     confidence: float,
 ) -> tuple[dict[str, float], str, float]:
     """⟨b⟩ (its interval, or only a bound) and Var(b) at the half-width, in the placement
-    row's order, with the regime they give and the bootstrap's agreement with it."""
+    row's order, with ⟨b⟩ one grid step either way, the regime they give ("set by the grid"
+    unless the reading survives one grid step either way) and the bootstrap's agreement."""
     nan = float("nan")
     largest = float(distances.max())
-    mean_b = var_b = b_low = b_high = agreement = bound = nan
-    b_censored = b_low_censored = b_high_censored = nan
+    mean_b = var_b = agreement = bound = step_low = step_high = nan
+    b_censored = nan
+    ends = (nan, nan, nan, nan)
     if not np.isfinite(chosen.epsilon) or np.isnan(width):
         regime = "none"  # no resolution scale: nothing for the theory to place
     elif width < first or np.isinf(width):
@@ -478,31 +491,46 @@ def _balls_at_half_width(
         mean_b, var_b = float(balls.mean()), float(balls.var())
         b_censored = 0.0
         regime = str(theory.regime(mean_b))
-        widths = boot.half_width[~np.isnan(boot.half_width)]
-        if len(widths):
-            resampled_b = _resampled_mean_b(distances, widths, first)
-            interval = _interval(resampled_b, confidence)
-            b_low, b_high = interval.low, interval.high
-            b_low_censored, b_high_censored = interval.low_censored, interval.high_censored
-            regimes = np.array(
-                [
-                    str(theory.regime(float(b))) if np.isfinite(b) else "unresolved"
-                    for b in resampled_b
-                ]
-            )
-            agreement = float(np.mean(regimes == regime))
+        step_low, step_high = _grid_step(distances, width, first)
+        if {str(theory.regime(b)) for b in (step_low, step_high)} != {regime}:
+            regime = SET_BY_GRID
+        ends, agreement = _bootstrap_regime(distances, boot, first, confidence, regime)
+        if regime == SET_BY_GRID:
+            agreement = nan  # no regime read, so no share agreeing with one
     balls_row = {
         "mean_b": mean_b,
         "mean_b_censored": b_censored,
         # ⟨b⟩ ≤ this (censored −1) or ≥ this (+1) when the regime is unresolved.
         "mean_b_bound": bound,
-        "mean_b_ci_low": b_low,
-        "mean_b_ci_high": b_high,
-        "mean_b_ci_low_censored": b_low_censored,
-        "mean_b_ci_high_censored": b_high_censored,
+        # ⟨b⟩ one grid step below and above the half-width, and half their difference.
+        "mean_b_grid_low": step_low,
+        "mean_b_grid_high": step_high,
+        "mean_b_grid_step": (step_high - step_low) / 2,
+        "mean_b_ci_low": ends[0],
+        "mean_b_ci_high": ends[1],
+        "mean_b_ci_low_censored": ends[2],
+        "mean_b_ci_high_censored": ends[3],
         "var_b": var_b,
     }
     return balls_row, regime, agreement
+
+
+def _bootstrap_regime(
+    distances: np.ndarray, boot: Resampled, first: float, confidence: float, regime: str
+) -> tuple[tuple[float, float, float, float], float]:
+    """⟨b⟩'s interval ends (low, high and their censoring) from the bootstrap half-widths,
+    and the share of resamples whose ⟨b⟩ gives ``regime`` (NaN without resamples)."""
+    nan = float("nan")
+    widths = boot.half_width[~np.isnan(boot.half_width)]
+    if not len(widths):
+        return (nan, nan, nan, nan), nan
+    resampled_b = _resampled_mean_b(distances, widths, first)
+    interval = _interval(resampled_b, confidence)
+    regimes = np.array(
+        [str(theory.regime(float(b))) if np.isfinite(b) else "unresolved" for b in resampled_b]
+    )
+    ends = (interval.low, interval.high, interval.low_censored, interval.high_censored)
+    return ends, float(np.mean(regimes == regime))
 
 
 def _resampled_mean_b(distances: np.ndarray, widths: np.ndarray, first: float) -> np.ndarray:

@@ -65,6 +65,7 @@ METRIC_SPECS: tuple[M, ...] = (
     M("delta_ci_low", "Δ, 95 % interval low", guards=(floor_by_construction,)),
     M("delta_ci_high", "Δ, 95 % interval high", guards=(floor_by_construction,)),
     M("mean_b", "mean ball ⟨b⟩ at the half-width", headline=True, guards=(bounded_ball,)),
+    M("mean_b_grid_step", "change of ⟨b⟩ for one grid step of the half-width"),
     M("mean_b_fast", "⟨b⟩ at the fast scale", guards=(bounded_ball,)),
     M("mean_b_slow", "⟨b⟩ at the slow scale", guards=(bounded_ball,)),
     M("p_similarity", "similarity accuracy p_S", headline=True),

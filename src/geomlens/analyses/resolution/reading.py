@@ -197,12 +197,23 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
             "bootstrap agreement) is read from it on this grid."
         )
     elif not missing(metric("mean_b")):
-        lines.append(
+        found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
             f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
-            f"{shown('mean_b_ci_high')}): the {regime} regime, which "
-            f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            f"{shown('mean_b_ci_high')}; one grid step of the half-width moves it between "
+            f"{number(metric('mean_b_grid_low'))} and {number(metric('mean_b_grid_high'))}, "
+            f"so its resolution is ± {number(metric('mean_b_grid_step'))})"
         )
+        if regime == "set by the grid":
+            lines.append(
+                f"{found}: the regime is set by the grid (one grid step either way changes it), "
+                "so none is read."
+            )
+        else:
+            lines.append(
+                f"{found}: the {regime} regime, which survives one grid step either way and "
+                f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            )
     if family == "two-scale":
         lines.append(
             f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
