@@ -247,3 +247,50 @@ def test_a_regime_is_read_only_when_it_survives_one_grid_step(size, regime):
     assert balls["mean_b_grid_step"] == pytest.approx(step)
     if regime == "set by the grid":
         assert np.isnan(agreement)
+
+
+# -- the theory's (p_S, p_I) from the profile --------------------------------------------------
+
+
+def _noisy_two_scales(sigma=0.1):
+    from geomlens.analyses.resolution.analysis import bootstrap_fits, fit_profile
+    from geomlens.analyses.resolution.profile_fits import chosen_fit
+    from geomlens.analyses.similarity.analysis import SiteSimilarity
+
+    line = np.arange(100.0)
+    d = np.abs(np.subtract.outer(line, line))
+    noise = np.random.default_rng(1).normal(0, sigma, d.shape)
+    similarity = 0.45 * np.exp(-d / 0.45) + 0.55 * np.exp(-d / 12) + (noise + noise.T) / 2
+    np.fill_diagonal(similarity, 1.0)
+    measured = SiteSimilarity(SITE, line, d, similarity)
+    edges = distance_bins(d, None)
+    chosen = chosen_fit(fit_profile(d, similarity, edges))
+    return measured, chosen, edges, bootstrap_fits(measured, chosen.family, edges, 40, 0)
+
+
+def test_the_theory_point_comes_with_the_range_of_its_aic_valley():
+    """A first drop finer than d₁ in noise: every ε_fast within ΔAIC 2 of the best fits as
+    well, and the theory's p_S moves across them (0.803–0.830 here); narrower than the
+    bootstrap's interval (0.770–0.834), so the point is given beside its range."""
+    from geomlens.analyses.resolution.analysis import _protocol, _theory_point
+    from geomlens.analyses.resolution.config import ResolutionConfig
+
+    measured, chosen, edges, boot = _noisy_two_scales()
+    assert chosen.family == "two-scale"
+    row = _theory_point(measured, chosen, edges, boot.fits, _protocol(ResolutionConfig(), 0))
+    low, high = row["p_similarity_theory_low"], row["p_similarity_theory_high"]
+    assert low < row["p_similarity_theory"] < high and high - low > 0.01
+    assert row["p_theory_from_valley"] == 0
+    assert high - low < row["p_similarity_theory_ci_high"] - row["p_similarity_theory_ci_low"]
+
+
+def test_a_valley_wider_than_the_bootstrap_gives_an_interval_not_a_point():
+    from geomlens.analyses.resolution.analysis import _protocol, _theory_point
+    from geomlens.analyses.resolution.config import ResolutionConfig
+
+    measured, chosen, edges, _ = _noisy_two_scales()
+    same = [chosen] * 10  # a bootstrap that never moves: an interval of width 0
+    row = _theory_point(measured, chosen, edges, same, _protocol(ResolutionConfig(), 0))
+    assert row["p_theory_from_valley"] == 1
+    assert np.isnan(row["p_similarity_theory"]) and np.isnan(row["p_identification_theory"])
+    assert row["p_similarity_theory_low"] < row["p_similarity_theory_high"]

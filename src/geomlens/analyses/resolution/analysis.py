@@ -22,7 +22,7 @@ stimulus range and the centring together (table ``scale_depends_on``). See docs/
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from geomlens.analyses.resolution.profile_fits import (
     fit_family,
     fitted_g,
     measured_half_width,
+    profile_valley,
 )
 from geomlens.analyses.resolution.range_check import Scales, range_dependence
 from geomlens.analyses.similarity.analysis import (
@@ -101,6 +102,11 @@ def fit_profile(
     return fit_binned(*binned_pairs(distances, similarity, edges, pairs))
 
 
+#: Bootstrap refits whose theory (p_S, p_I) is computed for its interval (each costs one
+#: evaluation of the Luce accuracies: N³ trials).
+THEORY_RESAMPLES = 40
+
+
 @dataclass(frozen=True)
 class Resampled:
     """The chosen family refitted on resampled stimuli: one entry per resample.
@@ -114,6 +120,8 @@ class Resampled:
     delta: np.ndarray
     offset: np.ndarray
     half_width: np.ndarray
+    #: The first :data:`THEORY_RESAMPLES` refits themselves (for the theory's interval).
+    fits: tuple[Fit, ...] = ()
 
 
 def bootstrap_fits(
@@ -127,6 +135,7 @@ def bootstrap_fits(
     rng = np.random.default_rng(seed)
     size = len(measured.coordinates)
     out = np.full((samples, 4), np.nan)
+    kept: list[Fit] = []
     rows, cols = np.triu_indices(size, k=1)
     for k in range(samples):
         drawn = np.sort(rng.integers(size, size=size))
@@ -146,7 +155,10 @@ def bootstrap_fits(
             epsilon = np.inf if fit.at_bound == "high" else fit.epsilon
             width = measured_half_width(mean_d[count > 0], mean_s[count > 0], fit.level)
             out[k] = epsilon, fit.delta, fit.offset, width
-    return Resampled(*out.T)
+            if len(kept) < THEORY_RESAMPLES:
+                kept.append(fit)
+    epsilon, delta, offset, width = out.T
+    return Resampled(epsilon, delta, offset, width, fits=tuple(kept))
 
 
 @dataclass(frozen=True)
@@ -450,6 +462,74 @@ def _protocol(config: ResolutionConfig, seed: int) -> dict[str, Any]:
     }
 
 
+def _theory_points(
+    distances: np.ndarray, fits: Sequence[Fit], protocol: dict[str, Any]
+) -> list[Any]:
+    """The theory's (p_S, p_I) of each fitted g. The theory's g is the fitted curve itself
+    (g(0) = 1, no amplitude divided out), so its point compares with the empirical one; the
+    Luce rule needs g ≥ 0, so a negative fitted g counts as 0, as a ReLU would."""
+    return [evaluate(distances, _luce_g(fit), 2, **protocol) for fit in fits]
+
+
+def _luce_g(fit: Fit) -> Callable[[np.ndarray], np.ndarray]:
+    """``fit``'s g with negative similarities counted as 0."""
+    g = fit.g()
+
+    def clipped(d: np.ndarray) -> np.ndarray:
+        return np.clip(g(d), 0.0, None)
+
+    return clipped
+
+
+def _theory_point(
+    measured: SiteSimilarity,
+    chosen: Fit,
+    edges: np.ndarray,
+    resampled: Sequence[Fit],
+    protocol: dict[str, Any],
+) -> dict[str, float]:
+    """The fitted g's (p_S, p_I) from the profile: the range over the fits within ΔAIC 2 of
+    the best (``_low`` / ``_high``) beside the bootstrap's interval (``_ci_low`` /
+    ``_ci_high``, from the first refits); the point is given only when that range is
+    narrower than the bootstrap interval (else NaN with ``p_theory_from_valley`` = 1: the
+    optimiser's stopping point, not the data, would pick it)."""
+    nan = float("nan")
+    names = ("p_similarity_theory", "p_identification_theory")
+    row = {
+        f"{n}{end}": nan
+        for n in names
+        for end in ("", "_se", "_low", "_high", "_ci_low", "_ci_high")
+    }
+    row["p_theory_from_valley"] = nan
+    if not np.isfinite(chosen.epsilon):
+        return row
+    binned = binned_pairs(measured.distances, measured.similarity, edges)
+    keep = (binned[3] > 0) & (binned[0] > 0)
+    valley = profile_valley(
+        chosen, binned[0], binned[1], binned[3], float(binned[2][keep].sum())
+    ) or [chosen]
+    points = _theory_points(measured.distances, valley, protocol)
+    boot = _theory_points(measured.distances, resampled, protocol)
+    wide = False
+    for name, attribute in zip(names, ("p_s", "p_i")):
+        values = np.array([getattr(p, attribute) for p in points])
+        row[name], row[f"{name}_se"] = (
+            getattr(points[0], attribute),
+            getattr(points[0], "se_" + attribute[-1]),
+        )
+        row[f"{name}_low"], row[f"{name}_high"] = float(values.min()), float(values.max())
+        if len(boot) >= 2:
+            ends = np.quantile([getattr(p, attribute) for p in boot], [0.025, 0.975])
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (float(e) for e in ends)
+        width = row[f"{name}_ci_high"] - row[f"{name}_ci_low"]
+        wide |= bool(values.max() - values.min() >= width) if np.isfinite(width) else False
+    row["p_theory_from_valley"] = float(wide)
+    if wide:
+        for name in names:
+            row[name] = nan
+    return row
+
+
 #: The regime of a ⟨b⟩ whose reading changes within one grid step of its half-width.
 SET_BY_GRID = "set by the grid"
 
@@ -727,17 +807,11 @@ class Resolution(Similarity, declaration=DECLARATION):
         balls, regime, agreement = _balls_at_half_width(
             distances, chosen, width, boot, first, self.config.confidence
         )
-        predicted = None
-        if np.isfinite(chosen.epsilon):
-            # The theory's g is the fitted curve itself (g(0) = 1, no amplitude divided out),
-            # so its point compares with the empirical one. The Luce rule needs g >= 0: a
-            # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
-            fitted = chosen.g()
-            predicted = evaluate(distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol)
+        edges = distance_bins(distances, self.config.bins)
+        predicted = _theory_point(measured, chosen, edges, boot.fits, protocol)
         scales = _two_scale_balls(distances, chosen, first)
         empirical = evaluate(distances, np.clip(measured.similarity, 0.0, None), 2, **protocol)
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
-        nan = float("nan")
         return {
             **balls,
             **scales,
@@ -746,10 +820,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             # the share of bootstrap resamples whose ⟨b⟩ gives the same one.
             "regime": regime,
             "regime_agreement": agreement,
-            "p_similarity_theory": predicted.p_s if predicted else nan,
-            "p_identification_theory": predicted.p_i if predicted else nan,
-            "p_similarity_theory_se": predicted.se_s if predicted else nan,
-            "p_identification_theory_se": predicted.se_i if predicted else nan,
+            **predicted,
             "p_similarity": empirical.p_s,
             "p_identification": empirical.p_i,
             # Exact enumeration up to ~310 stimuli (N³ trials), Monte Carlo beyond: the

@@ -441,3 +441,72 @@ def chosen_fit(fits: list[Fit]) -> Fit:
     """The lowest AIC; a two-scale fit that found only one scale does not compete."""
     usable = [f for f in fits if f.family == "flat" or np.isfinite(f.epsilon)] or fits
     return min(usable, key=lambda f: f.aic)
+
+
+#: Fits within this AIC of the best describe the data as well (the profile's valley).
+VALLEY_AIC = 2.0
+_VALLEY_SPAN = 1.0  # log-scale half-width of the profile grid around the best scales
+_VALLEY_POINTS = 81
+
+
+def _valley_losses(
+    family: str, d: np.ndarray, y: np.ndarray, w: np.ndarray, logs: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """RSS and coefficients of ``family`` at each point ``logs`` (its log-scales, flattened)."""
+    if family == TWO_SCALE:
+        rss, u, v = _two_scales(d, y, w, np.exp(logs[0]), np.exp(logs[1]))
+        return rss, [u, v]
+    if family == POWER:
+        rss, u = _power_loss(d, y, w, logs[0], logs[1])
+        return rss, [u]
+    rss, u = _one_scale(family, d, y, w, np.exp(logs[0]))
+    return rss, [u]
+
+
+def profile_valley(
+    best: Fit, distances: np.ndarray, means: np.ndarray, counts: np.ndarray, within: float
+) -> list[Fit]:
+    """``best``'s family refitted with its scales held on a grid around the best ones: the
+    fits within :data:`VALLEY_AIC` of the best AIC, reduced to the valley's corners (the
+    smallest and largest of each scale, where a quantity monotone in the scales is extreme)
+    and ``best`` itself. Empty for the step and flat families (nothing continuous to hold)."""
+    if best.family in ("step", "flat") or not np.isfinite(best.epsilon):
+        return []
+    keep = (counts > 0) & (distances > 0)
+    d, y, w = distances[keep], means[keep] - 1.0, counts[keep]
+    centre = [np.log(best.epsilon)]
+    if best.family == TWO_SCALE:
+        centre = [np.log(best.epsilon_fast), np.log(best.epsilon)]
+    elif best.family == POWER:
+        centre = [np.log(best.epsilon), np.log(best.exponent)]
+    offsets = np.linspace(-_VALLEY_SPAN, _VALLEY_SPAN, _VALLEY_POINTS)
+    logs = [a.ravel() for a in np.meshgrid(*(c + offsets for c in centre), indexing="ij")]
+    if best.family == TWO_SCALE:
+        ordered = logs[0] < logs[1]
+        logs = [a[ordered] for a in logs]
+    rss, coefficients = _valley_losses(best.family, d, y, w, logs)
+    aic = np.array([_rss_aic(float(r), within, w, PARAMETERS[best.family])[1] for r in rss])
+    inside = np.flatnonzero((aic <= best.aic + VALLEY_AIC) & (sum(coefficients) > 0))
+    corners = {int(inside[np.argmin(a[inside])]) for a in logs if len(inside)}
+    corners |= {int(inside[np.argmax(a[inside])]) for a in logs if len(inside)}
+    return [best, *(_valley_fit(best, k, logs, coefficients, rss, aic) for k in sorted(corners))]
+
+
+def _valley_fit(
+    best: Fit,
+    k: int,
+    logs: list[np.ndarray],
+    coefficients: list[np.ndarray],
+    rss: np.ndarray,
+    aic: np.ndarray,
+) -> Fit:
+    """The fit at point ``k`` of the profile grid."""
+    total = float(sum(c[k] for c in coefficients))
+    scales = [float(np.exp(a[k])) for a in logs]
+    if best.family == TWO_SCALE:
+        share = float(coefficients[0][k] / total)
+        return Fit(TWO_SCALE, scales[1], 1.0 - total, float(rss[k]), float(aic[k]),
+                   epsilon_fast=scales[0], fast_share=share)  # fmt: skip
+    if best.family == POWER:
+        return Fit(POWER, scales[0], 1.0 - total, float(rss[k]), float(aic[k]), exponent=scales[1])
+    return Fit(best.family, scales[0], 1.0 - total, float(rss[k]), float(aic[k]))

@@ -239,6 +239,26 @@ def _side_by_side_lines(words: _SiteWords) -> list[str]:
     ]
 
 
+def _theory_words(words: _SiteWords) -> str:
+    """The fitted g's (p_S, p_I): a point, or the range over the fits within ΔAIC 2 where
+    that range is as wide as the bootstrap's interval (the optimiser would pick the point)."""
+    metric = words.metric
+    if not missing(metric("p_similarity_theory")):
+        return (
+            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
+            f"{number(metric('p_identification_theory'))})."
+        )
+    if metric("p_theory_from_valley") == 1:
+        return (
+            f"; the fitted g predicts p_S {number(metric('p_similarity_theory_low'))} to "
+            f"{number(metric('p_similarity_theory_high'))} and p_I "
+            f"{number(metric('p_identification_theory_low'))} to "
+            f"{number(metric('p_identification_theory_high'))}: every fit within ΔAIC 2 of the "
+            "best describes the data as well, so no point is given."
+        )
+    return "."
+
+
 def _plane_lines(words: _SiteWords) -> list[str]:
     """The measured (p_S, p_I) with how it was computed, the fitted g's prediction, and the
     distance to the universal front."""
@@ -258,12 +278,7 @@ def _plane_lines(words: _SiteWords) -> list[str]:
         f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
         f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
         f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
-        + (
-            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
-            f"{number(metric('p_identification_theory'))})."
-            if not missing(metric("p_similarity_theory"))
-            else "."
-        ),
+        + _theory_words(words),
         "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
         "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
         f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
