@@ -652,6 +652,20 @@ def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[s
     return scales
 
 
+def _profile_title(result: Result, first: float) -> str:
+    """The g(d) panel's title, with the stimulus range its scales hold for."""
+    scope = result.tables.get("scale_depends_on") or [{}]
+    over = (
+        f" over {scope[0]['coordinate_low']:g}–{scope[0]['coordinate_high']:g}"
+        if "coordinate_low" in scope[0]
+        else ""
+    )
+    return (
+        f"similarity profile and chosen fit per site{over} (unscaled; first distance "
+        f"d₁ = {first:g}, dotted)"
+    )
+
+
 class Resolution(Similarity, declaration=DECLARATION):
     """Resolution scale ε of g(d) by family and AIC, and the model's place on the (p_S, p_I) front.
 
@@ -861,11 +875,7 @@ class Resolution(Similarity, declaration=DECLARATION):
         ax_g.set_ylabel("g(d) (g(0) = 1: a stimulus with itself)")
         first = min((r["distance"] for r in result.tables["g_of_d"]), default=0.0)
         ax_g.axvline(first, color="grey", lw=0.6, ls=":")
-        ax_g.set_title(
-            f"similarity profile and chosen fit per site (unscaled; first distance "
-            f"d₁ = {first:g}, dotted)",
-            fontsize=9,
-        )
+        ax_g.set_title(_profile_title(result, first), fontsize=9)
 
         universal = theory.pareto_front(401)
         ax_plane.plot(universal.p_s, universal.p_i, "k-", lw=1.5, label="universal front (Δ = 0)")
