@@ -163,9 +163,10 @@ def _theory_span(rows: list[dict[str, Any]], name: str) -> str:
     range of its fits within ΔAIC 2 (both ends over the layers)."""
     low = [r[f"{name}_low"] for r in rows if finite(r.get(f"{name}_low"))]
     high = [r[f"{name}_high"] for r in rows if finite(r.get(f"{name}_high"))]
+    valley = f"{fmt(min(low), 3)}–{fmt(max(high), 3)}" if low and high else "—"
     if all(finite(r.get(name)) for r in rows):
-        return span(r[name] for r in rows)
-    return f"{fmt(min(low))}–{fmt(max(high))} (the fits within ΔAIC 2; no point)"
+        return f"{span([r[name] for r in rows], 3)} (over the fits within ΔAIC 2: {valley})"
+    return f"{valley} (the fits within ΔAIC 2; no point)"
 
 
 def readme_paragraph(results: dict[str, Any]) -> str:
@@ -231,6 +232,7 @@ def layer_table(results: dict[str, Any]) -> str:
             "regime (agreement)",
             "depends on range (half-widths of the central half / quarter)",
             "measured (p_S, p_I)",
+            "fitted g's p_S (fits within ΔAIC 2)",
             "raw cosine: g(d₁), half-width, (p_S, p_I)",
         ],
         (
@@ -256,12 +258,35 @@ def layer_table(results: dict[str, Any]) -> str:
                 else r["regime"],
                 _depends(r),
                 f"({fmt(r['p_similarity'], 3)}, {fmt(r['p_identification'], 3)})",
+                _theory_cell(r),
                 f"{fmt(r['raw_g_first'])}, {_scale(r, 'raw_half_width')}, "
                 f"({fmt(r['raw_p_similarity'], 3)}, {fmt(r['raw_p_identification'], 3)})",
             ]
             for r in rows
         ),
     )
+
+
+def _valley_verdict(rows: list[dict[str, Any]]) -> str:
+    """Whether the AIC valleys left a point: narrower than the bootstrap intervals or not."""
+    wide = sum(1 for r in rows if r.get("p_theory_from_valley") == 1)
+    if not wide:
+        return (
+            ", less than its bootstrap interval, so each layer's point is given beside that range"
+        )
+    return f"; at {wide} of {len(rows)} layers as much as its bootstrap interval, so no point there"
+
+
+def _theory_cell(row: dict[str, Any]) -> str:
+    """'0.738 (0.738–0.748)': the fitted g's p_S beside the range over its AIC valley, or
+    the range alone where no point is given."""
+    valley = (
+        f"{fmt(row.get('p_similarity_theory_low'), 3)}–"
+        f"{fmt(row.get('p_similarity_theory_high'), 3)}"
+    )
+    if finite(row.get("p_similarity_theory")):
+        return f"{fmt(row['p_similarity_theory'], 3)} ({valley})"
+    return f"{valley} (no point)"
 
 
 def _depends(row: dict[str, Any]) -> str:
@@ -290,9 +315,10 @@ def reading(results: dict[str, Any]) -> str:
         f"(p_S, p_I) ({span(r['p_similarity'] for r in rows)}, "
         f"{span(r['p_identification'] for r in rows)}) needs no fit; the fitted g predicts "
         f"p_S {_theory_span(rows, 'p_similarity_theory')} and p_I "
-        f"{_theory_span(rows, 'p_identification_theory')} (each layer's point beside the "
-        "range of its fits within ΔAIC 2, a point only where that range is narrower than its "
-        f"bootstrap interval). Accuracies: {' / '.join(method)}.",
+        f"{_theory_span(rows, 'p_identification_theory')}: within each layer's AIC valley "
+        "the theory's p_S moves by up to "
+        f"{fmt(max(r['p_similarity_theory_high'] - r['p_similarity_theory_low'] for r in rows), 3)} "
+        f"(the table){_valley_verdict(rows)}. Accuracies: {' / '.join(method)}.",
         _side_by_side(rows),
     ]
     return " ".join(text)
