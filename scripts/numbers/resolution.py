@@ -29,6 +29,11 @@ def per_site(result: Any) -> list[dict[str, Any]]:
         prefix = site + "."
         metrics = {k[len(prefix) :]: v for k, v in result.metrics.items() if k.startswith(prefix)}
         profile = [r for r in result.tables["g_of_d"] if r["site"] == site]
+        ranges = [
+            r
+            for r in result.tables.get("range_dependence", [])
+            if r["site"] == site and r["share_of_range"] < 1
+        ]
         crossing = next((r["distance"] for r in profile if r["mean"] < 0), None)
         rows.append(
             {
@@ -40,6 +45,7 @@ def per_site(result: Any) -> list[dict[str, Any]]:
                 **fit,
                 **placement[site],
                 **metrics,
+                "sub_ranges": ranges,
             }
         )
     return rows
@@ -130,6 +136,39 @@ def _side_by_side(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _range_words(rows: list[dict[str, Any]]) -> str:
+    """Whether the half-width holds beyond the range: the layers whose central sub-ranges give
+    another scale, with the sub-ranges' half-widths."""
+    moving = [r for r in rows if r.get("scale_depends_on_range") == 1]
+    if not moving:
+        return (
+            f"The central half and quarter of {rows[0]['range']} give the same scales: on these "
+            "stimuli they do not depend on the range."
+        )
+    subs: dict[str, list[float]] = {}
+    for r in moving:
+        for sub in r["sub_ranges"]:
+            name = f"{sub['coordinate_low']:g}–{sub['coordinate_high']:g}"
+            subs.setdefault(name, []).append(sub["half_width"])
+    words = "; ".join(f"{name}: {span(widths, 1)} years" for name, widths in subs.items())
+    return (
+        f"The scale grows with the range at {len(moving)} of {len(rows)} layers: no single "
+        f"scale over {rows[0]['range']} (the central sub-ranges' half-widths, {words}), so "
+        "the half-width is this range's, not the model's resolution."
+    )
+
+
+def _theory_span(rows: list[dict[str, Any]], name: str) -> str:
+    """The fitted g's p_S or p_I over the layers: each layer's point where given, else the
+    range of its fits within ΔAIC 2 (both ends over the layers)."""
+    low = [r[f"{name}_low"] for r in rows if finite(r.get(f"{name}_low"))]
+    high = [r[f"{name}_high"] for r in rows if finite(r.get(f"{name}_high"))]
+    valley = f"{fmt(min(low), 3)}–{fmt(max(high), 3)}" if low and high else "—"
+    if all(finite(r.get(name)) for r in rows):
+        return f"{span([r[name] for r in rows], 3)} (over the fits within ΔAIC 2: {valley})"
+    return f"{valley} (the fits within ΔAIC 2; no point)"
+
+
 def readme_paragraph(results: dict[str, Any]) -> str:
     """The README's sentences on what MiniLM gives."""
     rows = per_site(results["resolution"])
@@ -147,8 +186,9 @@ def readme_paragraph(results: dict[str, Any]) -> str:
     if crossings:
         text.append(f"g crosses zero near {span(crossings, integer=True)} years.")
     text.append(
-        f"The measured g is halfway down at {_spans(rows, 'half_width')} (on the {first}-year "
-        f"grid, interpolated between bins; {boot} bootstrap resamples)."
+        f"Over {rows[0]['range']} the measured g is halfway down at "
+        f"{_spans(rows, 'half_width')} (on the {first}-year grid, interpolated between bins; "
+        f"{boot} bootstrap resamples). {_range_words(rows)}"
     )
     scale = f"The lowest-AIC fit is {' / '.join(families)}"
     if "two-scale" in families:
@@ -165,7 +205,8 @@ def readme_paragraph(results: dict[str, Any]) -> str:
         "range and the centring together)."
     )
     text.append(
-        f"At the half-width {_ball_words(rows)}: the {_regimes(rows)}; the measured (p_S, p_I), "
+        f"At the half-width {_ball_words(rows)} (± {span([r['mean_b_grid_step'] for r in rows], 3)} "
+        f"for one grid step): the {_regimes(rows)}; the measured (p_S, p_I), "
         f"which needs no fit, is ({span(r['p_similarity'] for r in rows)}, "
         f"{span(r['p_identification'] for r in rows)})."
     )
@@ -187,9 +228,11 @@ def layer_table(results: dict[str, Any]) -> str:
             "g(0) across texts",
             "Δ",
             "offset",
-            "⟨b⟩",
+            "⟨b⟩ (± grid step)",
             "regime (agreement)",
+            "depends on range (half-widths of the central half / quarter)",
             "measured (p_S, p_I)",
+            "fitted g's p_S (fits within ΔAIC 2)",
             "raw cosine: g(d₁), half-width, (p_S, p_I)",
         ],
         (
@@ -205,7 +248,7 @@ def layer_table(results: dict[str, Any]) -> str:
                 fmt(r["g0_across_texts"]),
                 fmt(r["delta"]),
                 fmt(r["offset"]),
-                fmt(r["mean_b"], 3)
+                f"{fmt(r['mean_b'], 3)} (± {fmt(r['mean_b_grid_step'], 3)})"
                 if finite(r["mean_b"])
                 else f"≤ {fmt(r['mean_b_bound'], 3)}"
                 if r.get("mean_b_censored") == -1
@@ -213,13 +256,45 @@ def layer_table(results: dict[str, Any]) -> str:
                 f"{r['regime']} ({fmt(100 * r['regime_agreement'], integer=True)} %)"
                 if finite(r["regime_agreement"])
                 else r["regime"],
+                _depends(r),
                 f"({fmt(r['p_similarity'], 3)}, {fmt(r['p_identification'], 3)})",
+                _theory_cell(r),
                 f"{fmt(r['raw_g_first'])}, {_scale(r, 'raw_half_width')}, "
                 f"({fmt(r['raw_p_similarity'], 3)}, {fmt(r['raw_p_identification'], 3)})",
             ]
             for r in rows
         ),
     )
+
+
+def _valley_verdict(rows: list[dict[str, Any]]) -> str:
+    """Whether the AIC valleys left a point: narrower than the bootstrap intervals or not."""
+    wide = sum(1 for r in rows if r.get("p_theory_from_valley") == 1)
+    if not wide:
+        return (
+            ", less than its bootstrap interval, so each layer's point is given beside that range"
+        )
+    return f"; at {wide} of {len(rows)} layers as much as its bootstrap interval, so no point there"
+
+
+def _theory_cell(row: dict[str, Any]) -> str:
+    """'0.738 (0.738–0.748)': the fitted g's p_S beside the range over its AIC valley, or
+    the range alone where no point is given."""
+    valley = (
+        f"{fmt(row.get('p_similarity_theory_low'), 3)}–"
+        f"{fmt(row.get('p_similarity_theory_high'), 3)}"
+    )
+    if finite(row.get("p_similarity_theory")):
+        return f"{fmt(row['p_similarity_theory'], 3)} ({valley})"
+    return f"{valley} (no point)"
+
+
+def _depends(row: dict[str, Any]) -> str:
+    """'yes (2.1 / 1.8)': the layer's range flag with the sub-ranges' half-widths."""
+    flag = row.get("scale_depends_on_range")
+    words = "yes" if flag == 1 else "no" if flag == 0 else "—"
+    widths = " / ".join(fmt(sub["half_width"], 1) for sub in row["sub_ranges"])
+    return f"{words} ({widths})" if widths else words
 
 
 def reading(results: dict[str, Any]) -> str:
@@ -239,8 +314,11 @@ def reading(results: dict[str, Any]) -> str:
         f"against the nearest front point b = {span(r['front_b'] for r in rows)}. The measured "
         f"(p_S, p_I) ({span(r['p_similarity'] for r in rows)}, "
         f"{span(r['p_identification'] for r in rows)}) needs no fit; the fitted g predicts "
-        f"({span(r['p_similarity_theory'] for r in rows)}, "
-        f"{span(r['p_identification_theory'] for r in rows)}). Accuracies: {' / '.join(method)}.",
+        f"p_S {_theory_span(rows, 'p_similarity_theory')} and p_I "
+        f"{_theory_span(rows, 'p_identification_theory')}: within each layer's AIC valley "
+        "the theory's p_S moves by up to "
+        f"{fmt(max(r['p_similarity_theory_high'] - r['p_similarity_theory_low'] for r in rows), 3)} "
+        f"(the table){_valley_verdict(rows)}. Accuracies: {' / '.join(method)}.",
         _side_by_side(rows),
     ]
     return " ".join(text)

@@ -52,3 +52,25 @@ def kernel_features(
     shape /= np.linalg.norm(shape, axis=1, keepdims=True)
     floor = np.ones((len(x), 1))
     return np.concatenate([np.sqrt(1 - delta) * shape, np.sqrt(delta) * floor], axis=1)
+
+
+def run_planted(representations, coordinates, *, site: str, bootstrap: int = 40, **options):
+    """``resolution`` (or ``options['analysis']``) on planted representations at one site,
+    with the plain cosine unless told otherwise."""
+    import geomlens as gl
+
+    analysis = options.pop("analysis", "resolution")
+    options = {"similarity": "cosine", "bootstrap": bootstrap, **options}
+    return gl.run(
+        analysis,
+        {site: representations.astype(np.float32)},
+        {"coordinate": coordinates},
+        progress=False,
+        **options,
+    )
+
+
+def gram_vectors(gram: np.ndarray) -> np.ndarray:
+    """Rows whose inner products are ``gram`` exactly (unit rows when its diagonal is 1)."""
+    values, vectors = np.linalg.eigh(gram)
+    return vectors * np.sqrt(np.clip(values, 0.0, None))

@@ -163,7 +163,7 @@ def test_two_contexts_get_a_corrected_interval_from_the_rows():
     result = run(*planted_cells(0.5, 20, k=2, seed=5), n_bootstrap=300)
     (row,) = result.tables["per_task"]
     assert np.isnan(row["alpha_ci_low"])  # the raw α's interval resamples contexts: none
-    assert "rows resampled" in row["alpha_corrected_interval"]
+    assert "row noise redrawn" in row["alpha_corrected_interval"]
     assert row["alpha_corrected_ci_low"] < row["alpha_corrected_ci_high"]
     assert row["alpha_corrected_ci_low"] - 0.05 <= 0.5 <= row["alpha_corrected_ci_high"] + 0.05
     assert row["alpha_corrected"] == pytest.approx(0.5, abs=0.15)

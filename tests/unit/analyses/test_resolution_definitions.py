@@ -205,7 +205,10 @@ def test_readings_say_how_sure_the_regime_is_and_what_the_text_does():
     words = " ".join(read(result))
     regime = result.tables["placement"][0]["regime"]
     agreement = f"{100 * result[f'{SITE}.regime_agreement']:.0f} %"
-    assert f"the {regime} regime, which {agreement} of the bootstrap resamples agree on" in words
+    assert (
+        f"the {regime} regime, which survives one grid step either way and {agreement} of "
+        "the bootstrap resamples agree on"
+    ) in words
     assert f"⟨b⟩ = {result[f'{SITE}.mean_b']:.3g}" in words
     across = result[f"{SITE}.g0_across_texts"]
     assert f"The same stimulus in another text has similarity {across:.3g}" in words

@@ -3,7 +3,7 @@ known g(d), and the empirical (p_S, p_I) of known similarity matrices against th
 
 import numpy as np
 import pytest
-from helpers.planted_kernels import kernel_features
+from helpers.planted_kernels import kernel_features, run_planted
 
 import geomlens as gl
 from geomlens.analyses.resolution import FAMILIES, Resolution, fit_profile
@@ -20,14 +20,7 @@ LINE = np.arange(0.0, 101.0, 2.0)  # 51 stimuli on a line, 2 apart
 
 
 def _run(representations, coordinates, **options):
-    options = {"similarity": "cosine", "bootstrap": 40, **options}
-    return gl.run(
-        "resolution",
-        {SITE: representations.astype(np.float32)},
-        {"coordinate": coordinates},
-        progress=False,
-        **options,
-    )
+    return run_planted(representations, coordinates, site=SITE, **options)
 
 
 @pytest.mark.parametrize(

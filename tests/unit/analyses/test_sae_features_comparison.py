@@ -52,10 +52,19 @@ def test_baselines_beside_k_recomputed():
         [LedoitWolf().fit(np.delete(held, i, 0)).mahalanobis(held[i : i + 1])[0] for i in range(N)]
     )
     fitted = LedoitWolf().fit(held)
+    src = np.array(source)
+    # A row made from held-out row s is scored against the held-out rows without s.
+    scaled = np.array(
+        [
+            LedoitWolf().fit(np.delete(held, s, 0)).mahalanobis(row[None])[0]
+            for row, s in zip(pooled[cond == "scaled"], src[cond == "scaled"])
+        ]
+    )
+    ood = {"scaled": scaled, "shifted": fitted.mahalanobis(pooled[cond == "shifted"])}
     for name in ("scaled", "shifted"):
         labels = [0] * N + [1] * N
         norm_auc = roc_auc_score(labels, np.r_[norms[cond == "heldout"], norms[cond == name]])
-        maha_auc = roc_auc_score(labels, np.r_[loo, fitted.mahalanobis(pooled[cond == name])])
+        maha_auc = roc_auc_score(labels, np.r_[loo, ood[name]])
         assert m[f"{SITE}.auroc_norm.{name}"] == pytest.approx(norm_auc, abs=1e-12)
         assert m[f"{SITE}.auroc_mahalanobis.{name}"] == pytest.approx(maha_auc, abs=1e-12)
         for score in ("norm", "mahalanobis"):
@@ -70,6 +79,19 @@ def test_baselines_beside_k_recomputed():
     # Complete separation still has an interval below 1 (score interval, not a bootstrap).
     assert m[f"{SITE}.auroc_norm_ci_low.scaled"] < 0.95
     assert m[f"{SITE}.auroc_norm_ci_high.scaled"] == 1.0
+
+
+def test_mahalanobis_leaves_the_scored_rows_source_out_of_the_reference():
+    """Copies of the held-out rows are no more out of distribution than the rows themselves:
+    scored against a reference holding their own source they would look closer than every
+    held-out row (scored leave one out), an AUROC near 0 read as "does not separate"."""
+    rows, conditions, source = planted()
+    copies = rows[4 : 4 + N]
+    rows = np.concatenate([rows, copies])
+    conditions = conditions + ["copies"] * N
+    source = list(source) + list(range(N))
+    result = run(rows, {"condition": conditions, "source_row": source})
+    assert result.metrics[f"{SITE}.auroc_mahalanobis.copies"] == pytest.approx(0.5)
 
 
 def test_a_derived_set_is_compared_with_its_own_rows_paired():

@@ -5,8 +5,9 @@ u_c = μ(+, c) − μ(−, c); α is the mean cosine over pairs of contexts c �
 shared concept direction (a linear, abstract representation); near 0: unrelated directions.
 Every α carries ``rows_per_cell``: the raw α grows with the rows averaged into each class
 mean (the Spearman–Brown reliability of a direction), so it is reported beside the
-noise-corrected ``alpha_corrected`` (split-half cosines divided by each direction's split-half
-reliability: the same at any cell size; NaN for one-row cells). Reported with a bootstrap
+noise-corrected ``alpha_corrected`` (products of the difference vectors with the row noise
+taken off, averaged before the ratio: the same at any cell size; NaN for one-row cells, and
+refused with its reason below reliability 0.2, the reliability beside it). Reported with a bootstrap
 confidence interval over contexts (none with fewer than three contexts) and two label-shuffle
 nulls: ``within-context`` (the concept label shuffled among each context's rows, a sign flip
 of u_c for one-row cells; ``alpha_null_kind`` says which; the default behind ``alpha_null*``)
@@ -151,6 +152,11 @@ def site_alpha_metrics(
             metrics[f"{site}.alpha_null_p95{null_suffix(null)}"] = p95
         metrics[f"{site}.n_tasks"] = float(len(mine))
         corrected = [draws[(site, r["task"])] for r in everything]
+        reliabilities = [d.reliability for d in corrected if np.isfinite(d.reliability)]
+        # Beside the corrected α: its tasks' reliability (the mean; NaN without rows).
+        metrics[f"{site}.alpha_corrected_reliability"] = (
+            float(np.mean(reliabilities)) if reliabilities else float("nan")
+        )
         corrected = [d for d in corrected if np.isfinite(d.alpha_corrected)]
         metrics[f"{site}.n_tasks_corrected"] = float(len(corrected))
         if not corrected:

@@ -42,6 +42,6 @@ class AbstractionConfig(ConceptConfig):
     )
     n_half_splits: int = option(
         DEFAULT_HALF_SPLITS,
-        "Random halvings of every cell averaged into the corrected α (its split-half cosines).",
+        "Unused (kept for old calls): the corrected α averages every halving in closed form.",
         low=1,
     )

@@ -37,7 +37,10 @@ def corrected_defined(result: Any, key: str) -> str | None:
     """The corrected α needs two or more rows in every cell of some task."""
     value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
     if math.isnan(value):
-        return "undefined (no task has two or more rows in every cell: no split-half reliability)"
+        return (
+            "undefined (no task has two or more rows in every cell, or every such task's "
+            "reliability is below 0.2: too low to correct; see alpha_corrected_undefined)"
+        )
     return None
 
 
@@ -49,6 +52,11 @@ METRIC_SPECS: tuple[M, ...] = (
         guards=(corrected_defined,),
     ),
     *interval_ends("alpha_corrected", headline=True),
+    M(
+        "alpha_corrected_reliability",
+        "reliability of the directions (corrected α refused below 0.2)",
+        headline=True,
+    ),
     M(
         "alpha",
         "abstraction α (raw, at the set rows per concept value and context)",

@@ -31,8 +31,8 @@ def reading(result: Result) -> list[str]:
         "king − queen against actor − actress): 1 means one shared direction, 0 none. The raw "
         "α grows with the rows averaged into each class mean (n r / (1 + (n − 1) r), "
         "Spearman–Brown), so raw α is only compared between sets of the same rows per cell; "
-        "the corrected α divides out each direction's split-half reliability and does not "
-        "depend on it."
+        "the corrected α takes the row noise out of the directions before the ratio and does "
+        "not depend on it (it is refused where the directions' reliability is below 0.2)."
     ]
     corrected = per_site(result, "alpha_corrected")
     top, _ = extremes(corrected)

@@ -22,7 +22,7 @@ stimulus range and the centring together (table ``scale_depends_on``). See docs/
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,9 @@ from geomlens.analyses.resolution.profile_fits import (
     fit_family,
     fitted_g,
     measured_half_width,
+    profile_valley,
 )
+from geomlens.analyses.resolution.range_check import Scales, range_dependence
 from geomlens.analyses.similarity.analysis import (
     Similarity,
     SiteSimilarity,
@@ -100,6 +102,11 @@ def fit_profile(
     return fit_binned(*binned_pairs(distances, similarity, edges, pairs))
 
 
+#: Bootstrap refits whose theory (p_S, p_I) is computed for its interval (each costs one
+#: evaluation of the Luce accuracies: N³ trials).
+THEORY_RESAMPLES = 40
+
+
 @dataclass(frozen=True)
 class Resampled:
     """The chosen family refitted on resampled stimuli: one entry per resample.
@@ -113,6 +120,8 @@ class Resampled:
     delta: np.ndarray
     offset: np.ndarray
     half_width: np.ndarray
+    #: The first :data:`THEORY_RESAMPLES` refits themselves (for the theory's interval).
+    fits: tuple[Fit, ...] = ()
 
 
 def bootstrap_fits(
@@ -126,6 +135,7 @@ def bootstrap_fits(
     rng = np.random.default_rng(seed)
     size = len(measured.coordinates)
     out = np.full((samples, 4), np.nan)
+    kept: list[Fit] = []
     rows, cols = np.triu_indices(size, k=1)
     for k in range(samples):
         drawn = np.sort(rng.integers(size, size=size))
@@ -145,7 +155,10 @@ def bootstrap_fits(
             epsilon = np.inf if fit.at_bound == "high" else fit.epsilon
             width = measured_half_width(mean_d[count > 0], mean_s[count > 0], fit.level)
             out[k] = epsilon, fit.delta, fit.offset, width
-    return Resampled(*out.T)
+            if len(kept) < THEORY_RESAMPLES:
+                kept.append(fit)
+    epsilon, delta, offset, width = out.T
+    return Resampled(epsilon, delta, offset, width, fits=tuple(kept))
 
 
 @dataclass(frozen=True)
@@ -226,12 +239,6 @@ def _interval_metrics(key: str, interval: Interval) -> dict[str, float]:
     }
 
 
-def _bounded(fit: Fit) -> bool:
-    """Whether ``fit``'s (slow) scale is a bound of the search, not an estimate (a two-scale
-    fit at the low edge has its fast scale there; its slow scale is still estimated)."""
-    return fit.at_bound == "high" or (fit.at_bound == "low" and fit.family != "two-scale")
-
-
 def _number(value: Any) -> float:
     """A float from a JSON value (None → NaN)."""
     return float(value) if value is not None else float("nan")
@@ -252,20 +259,49 @@ def _beyond_front(p_s: float, p_i: float) -> bool:
     return bool(p_i > np.interp(p_s, upper.p_s[branch], upper.p_i[branch]))
 
 
+#: How a guarded scale of the ``fits`` table reads instead of a number, by its censoring.
+_FIT_WORDS = {-1.0: "< d₁", 1.0: "at the search bound"}
+
+
+def _guarded(value: float, bound: str, d1: float) -> tuple[float, float]:
+    """(value, censored) of a scale in the ``fits`` table, through the metrics' guards: at
+    the search's low edge or below d₁ it is NaN with −1, at its high edge NaN with +1."""
+    if bound == "low":
+        return float("nan"), -1.0
+    if bound == "high":
+        return float("nan"), 1.0
+    return censor(value, d1)
+
+
 def _fit_row(site: str, f: Fit, chosen: bool, d1: float) -> dict[str, Any]:
-    """One row of the ``fits`` table: a family's fit at ``site``, with what it resolves."""
+    """One row of the ``fits`` table: a family's fit at ``site``, with what it resolves.
+
+    Every scale goes through the metrics' guards: one below d₁ or at an edge of the search is
+    NaN with its ``*_censored`` (−1 / +1) and named in ``unresolved`` ("< d₁", "at the
+    search bound"), never a number. (A two-scale fit at the low edge has its fast scale
+    there; its slow scale is still estimated.)"""
+    slow_bound = "" if f.at_bound == "low" and f.family == "two-scale" else f.at_bound
+    scales = {
+        "epsilon": _guarded(f.epsilon, slow_bound, d1),
+        # The fitted curve's half-width (the metric is the measured curve's).
+        "half_width": _guarded(f.half_width, slow_bound, d1),
+        "epsilon_fast": _guarded(f.epsilon_fast, f.at_bound if slow_bound == "" else "", d1),
+    }
+    unresolved = [
+        f"{name} {_FIT_WORDS[censored]}"
+        for name, (_, censored) in scales.items()
+        if censored in _FIT_WORDS
+    ]
     return {
         "site": site,
         "family": f.family,
-        # A scale at an edge of the search grid is a bound, not an estimate; so
-        # is the fitted half-width it sets.
-        "epsilon": float("nan") if _bounded(f) else f.epsilon,
-        # The fitted curve's half-width (the metric is the measured curve's).
-        "half_width": float("nan") if _bounded(f) else f.half_width,
+        **{name: value for name, (value, _) in scales.items()},
+        **{f"{name}_censored": censored for name, (_, censored) in scales.items()},
+        "unresolved": "; ".join(unresolved),
         "delta": f.delta,
         "offset": f.offset,
-        "epsilon_fast": float("nan") if f.at_bound == "low" else f.epsilon_fast,
         "fast_share": f.fast_share,
+        "exponent": f.exponent,  # the power family's β
         # The fraction of g(0) = 1 this fit loses within the first bin.
         "amplitude": float(1.0 - f.g()(np.array(d1))) if np.isfinite(f.level) else float("nan"),
         "aic": f.aic,
@@ -303,7 +339,8 @@ def _site_metrics(
     # and counted here.
     flat_share = float(np.mean(np.isnan(boot.epsilon))) if resamples else np.nan
     epsilon = np.inf if chosen.at_bound == "high" else chosen.epsilon
-    epsilon_fast = chosen.epsilon_fast if chosen.at_bound != "low" else -np.inf
+    low_fast = chosen.family == "two-scale" and chosen.at_bound == "low"
+    epsilon_fast = -np.inf if low_fast else chosen.epsilon_fast
     site_metrics: dict[str, float] = {
         f"{site}.fast_share": chosen.fast_share,
         f"{site}.delta": chosen.delta,
@@ -368,6 +405,38 @@ def _undefined_summary(site: str, similarity: str) -> dict[str, Any]:
     }
 
 
+def _side_by_side_metrics(site: str, rows: tuple[dict[str, Any], ...]) -> dict[str, float]:
+    """``<site>.raw_*`` and ``<site>.centred_*`` from the two ``by_similarity`` rows."""
+    out: dict[str, float] = {}
+    for row in rows:
+        prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
+        out.update(
+            {
+                f"{site}.{prefix}_{k}": float(v)
+                for k, v in row.items()
+                if k not in ("site", "similarity", "family")
+            }
+        )
+    return out
+
+
+def _open_end(interval: Interval) -> tuple[float, float]:
+    """An interval's ends with a censored end open (−∞ below d₁, +∞ beyond)."""
+    low = -np.inf if interval.low_censored == -1 else interval.low
+    high = np.inf if interval.high_censored == 1 else interval.high
+    return float(low), float(high)
+
+
+def _full_scales(metrics: dict[str, float], intervals: dict[str, Interval], site: str) -> Scales:
+    """The full range's half-width and ε (NaN where unresolved) with their intervals."""
+    return Scales(
+        metrics[f"{site}.half_width"],
+        metrics[f"{site}.epsilon"],
+        _open_end(intervals["half_width"]),
+        _open_end(intervals["epsilon"]),
+    )
+
+
 def _scope_row(measured: SiteSimilarity, similarity: str, d1: float) -> dict[str, Any]:
     """What the site's scales depend on: the similarity, the stimuli's range and spacing."""
     coordinates = np.asarray(measured.coordinates, dtype=float)
@@ -393,6 +462,85 @@ def _protocol(config: ResolutionConfig, seed: int) -> dict[str, Any]:
     }
 
 
+def _theory_points(
+    distances: np.ndarray, fits: Sequence[Fit], protocol: dict[str, Any]
+) -> list[Any]:
+    """The theory's (p_S, p_I) of each fitted g. The theory's g is the fitted curve itself
+    (g(0) = 1, no amplitude divided out), so its point compares with the empirical one; the
+    Luce rule needs g ≥ 0, so a negative fitted g counts as 0, as a ReLU would."""
+    return [evaluate(distances, _luce_g(fit), 2, **protocol) for fit in fits]
+
+
+def _luce_g(fit: Fit) -> Callable[[np.ndarray], np.ndarray]:
+    """``fit``'s g with negative similarities counted as 0."""
+    g = fit.g()
+
+    def clipped(d: np.ndarray) -> np.ndarray:
+        return np.clip(g(d), 0.0, None)
+
+    return clipped
+
+
+def _theory_point(
+    measured: SiteSimilarity,
+    chosen: Fit,
+    edges: np.ndarray,
+    resampled: Sequence[Fit],
+    protocol: dict[str, Any],
+) -> dict[str, float]:
+    """The fitted g's (p_S, p_I) from the profile: the range over the fits within ΔAIC 2 of
+    the best (``_low`` / ``_high``) beside the bootstrap's interval (``_ci_low`` /
+    ``_ci_high``, from the first refits); the point is given only when that range is
+    narrower than the bootstrap interval (else NaN with ``p_theory_from_valley`` = 1: the
+    optimiser's stopping point, not the data, would pick it)."""
+    nan = float("nan")
+    names = ("p_similarity_theory", "p_identification_theory")
+    row = {
+        f"{n}{end}": nan
+        for n in names
+        for end in ("", "_se", "_low", "_high", "_ci_low", "_ci_high")
+    }
+    row["p_theory_from_valley"] = nan
+    if not np.isfinite(chosen.epsilon):
+        return row
+    binned = binned_pairs(measured.distances, measured.similarity, edges)
+    keep = (binned[3] > 0) & (binned[0] > 0)
+    valley = profile_valley(
+        chosen, binned[0], binned[1], binned[3], float(binned[2][keep].sum())
+    ) or [chosen]
+    points = _theory_points(measured.distances, valley, protocol)
+    boot = _theory_points(measured.distances, resampled, protocol)
+    wide = False
+    for name, attribute in zip(names, ("p_s", "p_i")):
+        values = np.array([getattr(p, attribute) for p in points])
+        row[name], row[f"{name}_se"] = (
+            getattr(points[0], attribute),
+            getattr(points[0], "se_" + attribute[-1]),
+        )
+        row[f"{name}_low"], row[f"{name}_high"] = float(values.min()), float(values.max())
+        if len(boot) >= 2:
+            ends = np.quantile([getattr(p, attribute) for p in boot], [0.025, 0.975])
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (float(e) for e in ends)
+        width = row[f"{name}_ci_high"] - row[f"{name}_ci_low"]
+        wide |= bool(values.max() - values.min() >= width) if np.isfinite(width) else False
+    row["p_theory_from_valley"] = float(wide)
+    if wide:
+        for name in names:
+            row[name] = nan
+    return row
+
+
+#: The regime of a ⟨b⟩ whose reading changes within one grid step of its half-width.
+SET_BY_GRID = "set by the grid"
+
+
+def _grid_step(distances: np.ndarray, width: float, first: float) -> tuple[float, float]:
+    """⟨b⟩ one grid step (d₁) below and above the half-width: how much the grid alone moves
+    it (every ball is a count of grid points, so ⟨b⟩ moves in steps)."""
+    low = float(finite_ball(distances, max(width - first, 0.0)).mean())
+    return low, float(finite_ball(distances, width + first).mean())
+
+
 def _balls_at_half_width(
     distances: np.ndarray,
     chosen: Fit,
@@ -402,11 +550,13 @@ def _balls_at_half_width(
     confidence: float,
 ) -> tuple[dict[str, float], str, float]:
     """⟨b⟩ (its interval, or only a bound) and Var(b) at the half-width, in the placement
-    row's order, with the regime they give and the bootstrap's agreement with it."""
+    row's order, with ⟨b⟩ one grid step either way, the regime they give ("set by the grid"
+    unless the reading survives one grid step either way) and the bootstrap's agreement."""
     nan = float("nan")
     largest = float(distances.max())
-    mean_b = var_b = b_low = b_high = agreement = bound = nan
-    b_censored = b_low_censored = b_high_censored = nan
+    mean_b = var_b = agreement = bound = step_low = step_high = nan
+    b_censored = nan
+    ends = (nan, nan, nan, nan)
     if not np.isfinite(chosen.epsilon) or np.isnan(width):
         regime = "none"  # no resolution scale: nothing for the theory to place
     elif width < first or np.isinf(width):
@@ -421,31 +571,46 @@ def _balls_at_half_width(
         mean_b, var_b = float(balls.mean()), float(balls.var())
         b_censored = 0.0
         regime = str(theory.regime(mean_b))
-        widths = boot.half_width[~np.isnan(boot.half_width)]
-        if len(widths):
-            resampled_b = _resampled_mean_b(distances, widths, first)
-            interval = _interval(resampled_b, confidence)
-            b_low, b_high = interval.low, interval.high
-            b_low_censored, b_high_censored = interval.low_censored, interval.high_censored
-            regimes = np.array(
-                [
-                    str(theory.regime(float(b))) if np.isfinite(b) else "unresolved"
-                    for b in resampled_b
-                ]
-            )
-            agreement = float(np.mean(regimes == regime))
+        step_low, step_high = _grid_step(distances, width, first)
+        if {str(theory.regime(b)) for b in (step_low, step_high)} != {regime}:
+            regime = SET_BY_GRID
+        ends, agreement = _bootstrap_regime(distances, boot, first, confidence, regime)
+        if regime == SET_BY_GRID:
+            agreement = nan  # no regime read, so no share agreeing with one
     balls_row = {
         "mean_b": mean_b,
         "mean_b_censored": b_censored,
         # ⟨b⟩ ≤ this (censored −1) or ≥ this (+1) when the regime is unresolved.
         "mean_b_bound": bound,
-        "mean_b_ci_low": b_low,
-        "mean_b_ci_high": b_high,
-        "mean_b_ci_low_censored": b_low_censored,
-        "mean_b_ci_high_censored": b_high_censored,
+        # ⟨b⟩ one grid step below and above the half-width, and half their difference.
+        "mean_b_grid_low": step_low,
+        "mean_b_grid_high": step_high,
+        "mean_b_grid_step": (step_high - step_low) / 2,
+        "mean_b_ci_low": ends[0],
+        "mean_b_ci_high": ends[1],
+        "mean_b_ci_low_censored": ends[2],
+        "mean_b_ci_high_censored": ends[3],
         "var_b": var_b,
     }
     return balls_row, regime, agreement
+
+
+def _bootstrap_regime(
+    distances: np.ndarray, boot: Resampled, first: float, confidence: float, regime: str
+) -> tuple[tuple[float, float, float, float], float]:
+    """⟨b⟩'s interval ends (low, high and their censoring) from the bootstrap half-widths,
+    and the share of resamples whose ⟨b⟩ gives ``regime`` (NaN without resamples)."""
+    nan = float("nan")
+    widths = boot.half_width[~np.isnan(boot.half_width)]
+    if not len(widths):
+        return (nan, nan, nan, nan), nan
+    resampled_b = _resampled_mean_b(distances, widths, first)
+    interval = _interval(resampled_b, confidence)
+    regimes = np.array(
+        [str(theory.regime(float(b))) if np.isfinite(b) else "unresolved" for b in resampled_b]
+    )
+    ends = (interval.low, interval.high, interval.low_censored, interval.high_censored)
+    return ends, float(np.mean(regimes == regime))
 
 
 def _resampled_mean_b(distances: np.ndarray, widths: np.ndarray, first: float) -> np.ndarray:
@@ -458,18 +623,47 @@ def _resampled_mean_b(distances: np.ndarray, widths: np.ndarray, first: float) -
 
 
 def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[str, float]:
-    """Two scales: ⟨b⟩ at each one's half-width (ε ln 2), where that scale is above d₁."""
+    """Two scales: ⟨b⟩ at each one's half-width (ε ln 2), each scale judged on its own: a
+    fast scale at the search's low edge or with its half-width below d₁ is "< d₁" (−1), a
+    slow one at the high edge or with its half-width beyond the largest distance is only
+    bounded (+1, ``_bound`` = b there). A fast scale at the low edge leaves the slow one
+    estimated."""
     scales: dict[str, float] = {}
-    if chosen.family == "two-scale":
-        for name, scale in (("fast", chosen.epsilon_fast), ("slow", chosen.epsilon)):
-            resolved = scale * np.log(2.0) >= first and chosen.at_bound == ""
-            scales[f"mean_b_{name}"] = (
-                float(finite_ball(distances, scale * np.log(2.0)).mean())
-                if resolved
-                else float("nan")
-            )
-            scales[f"mean_b_{name}_censored"] = 0.0 if resolved else -1.0
+    if chosen.family != "two-scale":
+        return scales
+    largest = float(distances.max())
+    for name, scale, bound in (
+        ("fast", chosen.epsilon_fast, chosen.at_bound == "low"),
+        ("slow", chosen.epsilon, chosen.at_bound == "high"),
+    ):
+        width = scale * np.log(2.0)
+        value, censored, ball_bound = float("nan"), 0.0, float("nan")
+        if (name == "fast" and bound) or width < first:
+            censored = -1.0
+            ball_bound = float(finite_ball(distances, first).mean())
+        elif bound or width > largest:
+            censored = 1.0
+            ball_bound = float(finite_ball(distances, largest).mean())
+        else:
+            value = float(finite_ball(distances, width).mean())
+        scales[f"mean_b_{name}"] = value
+        scales[f"mean_b_{name}_censored"] = censored
+        scales[f"mean_b_{name}_bound"] = ball_bound
     return scales
+
+
+def _profile_title(result: Result, first: float) -> str:
+    """The g(d) panel's title, with the stimulus range its scales hold for."""
+    scope = result.tables.get("scale_depends_on") or [{}]
+    over = (
+        f" over {scope[0]['coordinate_low']:g}–{scope[0]['coordinate_high']:g}"
+        if "coordinate_low" in scope[0]
+        else ""
+    )
+    return (
+        f"similarity profile and chosen fit per site{over} (unscaled; first distance "
+        f"d₁ = {first:g}, dotted)"
+    )
 
 
 class Resolution(Similarity, declaration=DECLARATION):
@@ -489,7 +683,14 @@ class Resolution(Similarity, declaration=DECLARATION):
         # The Result's tables, in its order; every site appends its rows to each.
         tables: dict[str, list[dict[str, Any]]] = {
             name: []
-            for name in ("g_of_d", "fits", "placement", "by_similarity", "scale_depends_on")
+            for name in (
+                "g_of_d",
+                "fits",
+                "placement",
+                "by_similarity",
+                "scale_depends_on",
+                "range_dependence",
+            )  # fmt: skip
         }
         other = "cosine" if config.similarity == "centred-cosine" else "centred-cosine"
         try:
@@ -517,11 +718,16 @@ class Resolution(Similarity, declaration=DECLARATION):
         site = measured.site
         edges = distance_bins(measured.distances, config.bins)
         rows = g_of_d(measured.distances, measured.similarity, config.bins)
-        tables["g_of_d"].extend({"site": site, **row} for row in rows)
         first = rows[0]  # the nearest bin of distinct stimuli
         d1 = float(first["distance"])
         fits = fit_profile(measured.distances, measured.similarity, edges)
         chosen = chosen_fit(fits)
+        # The chosen fit's g at each measured distance (the figure draws it from here: the
+        # fits table holds no scale the grid does not resolve).
+        fitted = chosen.g()(np.array([r["distance"] for r in rows]))
+        tables["g_of_d"].extend(
+            {"site": site, **row, "fitted": float(g)} for row, g in zip(rows, fitted)
+        )
         tables["fits"].extend(_fit_row(site, f, f is chosen, d1) for f in fits)
         distances = np.array([r["distance"] for r in rows])
         means = np.array([r["mean"] for r in rows])
@@ -540,7 +746,12 @@ class Resolution(Similarity, declaration=DECLARATION):
             measured, chosen, float(first["mean"]), distances, width, boot, resamples,
             intervals, placement,
         )  # fmt: skip
+        depends, range_rows = range_dependence(
+            measured, chosen, _full_scales(site_metrics, intervals, site), config.bins
+        )
+        site_metrics[f"{site}.scale_depends_on_range"] = depends
         metrics.update(site_metrics)
+        tables["range_dependence"].extend(range_rows)
         tables["placement"].append({"site": site, "family": chosen.family, **placement})
         # The same numbers with the other similarity, side by side (centring changes them).
         mine = _own_summary(site, config.similarity, chosen, site_metrics, placement)
@@ -550,15 +761,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             else _undefined_summary(site, other)
         )
         tables["by_similarity"].extend([mine, theirs])
-        for row in (mine, theirs):
-            prefix = "centred" if row["similarity"] == "centred-cosine" else "raw"
-            metrics.update(
-                {
-                    f"{site}.{prefix}_{k}": float(v)
-                    for k, v in row.items()
-                    if k not in ("site", "similarity", "family")
-                }
-            )
+        metrics.update(_side_by_side_metrics(site, (mine, theirs)))
         tables["scale_depends_on"].append(_scope_row(measured, config.similarity, d1))
 
     def _summary(
@@ -618,17 +821,11 @@ class Resolution(Similarity, declaration=DECLARATION):
         balls, regime, agreement = _balls_at_half_width(
             distances, chosen, width, boot, first, self.config.confidence
         )
-        predicted = None
-        if np.isfinite(chosen.epsilon):
-            # The theory's g is the fitted curve itself (g(0) = 1, no amplitude divided out),
-            # so its point compares with the empirical one. The Luce rule needs g >= 0: a
-            # negative fitted g counts as 0, as a ReLU would (the measured matrix likewise).
-            fitted = chosen.g()
-            predicted = evaluate(distances, lambda d: np.clip(fitted(d), 0.0, None), 2, **protocol)
+        edges = distance_bins(distances, self.config.bins)
+        predicted = _theory_point(measured, chosen, edges, boot.fits, protocol)
         scales = _two_scale_balls(distances, chosen, first)
         empirical = evaluate(distances, np.clip(measured.similarity, 0.0, None), 2, **protocol)
         position = theory.nearest_on_front(empirical.p_s, empirical.p_i, front)
-        nan = float("nan")
         return {
             **balls,
             **scales,
@@ -637,10 +834,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             # the share of bootstrap resamples whose ⟨b⟩ gives the same one.
             "regime": regime,
             "regime_agreement": agreement,
-            "p_similarity_theory": predicted.p_s if predicted else nan,
-            "p_identification_theory": predicted.p_i if predicted else nan,
-            "p_similarity_theory_se": predicted.se_s if predicted else nan,
-            "p_identification_theory_se": predicted.se_i if predicted else nan,
+            **predicted,
             "p_similarity": empirical.p_s,
             "p_identification": empirical.p_i,
             # Exact enumeration up to ~310 stimuli (N³ trials), Monte Carlo beyond: the
@@ -665,19 +859,12 @@ class Resolution(Similarity, declaration=DECLARATION):
         sites = list(chosen)
         colours = dict(zip(sites, plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))))
         figure, (ax_g, ax_plane) = plt.subplots(1, 2, figsize=(12, 4.6))
-        decaying = {s: r for s, r in chosen.items() if _finite(r["epsilon"])}
         plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
-        top = max((r["distance"] for r in result.tables["g_of_d"]), default=1.0)
-        grid = np.linspace(0, top, 600)
-        for site, fit in decaying.items():
-            g = fitted_g(
-                fit["family"],
-                fit["epsilon"],
-                fit["delta"] + fit["offset"],
-                _number(fit.get("epsilon_fast")),
-                _number(fit.get("fast_share")),
-            )(grid)
-            ax_g.plot(grid, g, color=colours[site], lw=1)
+        for site in sites:  # the chosen fit at the measured distances (none drawn below d₁)
+            mine = [r for r in result.tables["g_of_d"] if r["site"] == site]
+            fitted = [_number(r.get("fitted")) for r in mine]
+            if np.any(np.isfinite(fitted)):
+                ax_g.plot([r["distance"] for r in mine], fitted, color=colours[site], lw=1)
         for site in sites:  # g(0) = 1 on the diagonal; the same stimulus in another text
             ax_g.plot([0], [1.0], "o", color=colours[site], ms=3)
             across = _number(result.metrics.get(f"{site}.g0_across_texts"))
@@ -688,11 +875,7 @@ class Resolution(Similarity, declaration=DECLARATION):
         ax_g.set_ylabel("g(d) (g(0) = 1: a stimulus with itself)")
         first = min((r["distance"] for r in result.tables["g_of_d"]), default=0.0)
         ax_g.axvline(first, color="grey", lw=0.6, ls=":")
-        ax_g.set_title(
-            f"similarity profile and chosen fit per site (unscaled; first distance "
-            f"d₁ = {first:g}, dotted)",
-            fontsize=9,
-        )
+        ax_g.set_title(_profile_title(result, first), fontsize=9)
 
         universal = theory.pareto_front(401)
         ax_plane.plot(universal.p_s, universal.p_i, "k-", lw=1.5, label="universal front (Δ = 0)")

@@ -48,6 +48,16 @@ def _interval_resolved(result: Any, key: str) -> str | None:
     return None
 
 
+def valley_range(result: Any, key: str) -> str | None:
+    """The theory's p_S or p_I where the fits within ΔAIC 2 of the best spread it wider than
+    its bootstrap interval: the range over them, not a point the optimiser picked."""
+    site = key.rsplit(".", 1)[0]
+    if result.metrics.get(f"{site}.p_theory_from_valley") != 1:
+        return None
+    low, high = result.metrics.get(f"{key}_low"), result.metrics.get(f"{key}_high")
+    return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: no point)"
+
+
 #: A scale with an interval: its own guards, then its interval's.
 SCALE_WITH_INTERVAL = (*SCALE, _interval_resolved)
 
@@ -63,14 +73,22 @@ METRIC_SPECS: tuple[M, ...] = (
     M("delta", "noise floor Δ", headline=True, guards=(floor_by_construction,)),
     *interval_ends("delta", "Δ", guards=(floor_by_construction,)),
     M("mean_b", "mean ball ⟨b⟩ at the half-width", headline=True, guards=(bounded_ball,)),
+    M("mean_b_grid_step", "change of ⟨b⟩ for one grid step of the half-width"),
     M("mean_b_fast", "⟨b⟩ at the fast scale", guards=(bounded_ball,)),
     M("mean_b_slow", "⟨b⟩ at the slow scale", guards=(bounded_ball,)),
     M("p_similarity", "similarity accuracy p_S", headline=True),
     M("p_identification", "identification accuracy p_I", headline=True),
+    M("p_similarity_theory", "p_S of the fitted g", guards=(valley_range,)),
+    M("p_identification_theory", "p_I of the fitted g", guards=(valley_range,)),
     M("front_distance", "distance to the universal front", headline=True),
     M("raw_half_width", "half-width, raw cosine", "distance", headline=True, guards=SCALE),
     M("centred_half_width", "half-width, centred cosine", "distance", headline=True, guards=SCALE),
     M("raw_g_first", "g(d₁), raw cosine"),
     M("centred_g_first", "g(d₁), centred cosine"),
     M("zero_crossing", "first distance where g < 0", "distance"),
+    M(
+        "scale_depends_on_range",
+        "the scale depends on the stimulus range (1: the central sub-ranges give another)",
+        headline=True,
+    ),
 )

@@ -13,6 +13,9 @@ the level g approaches far away:
 * two-scale:   g = (1 − L) [a e^(−d/ε_fast) + (1 − a) e^(−d/ε)] + L, ε_fast < ε: a sharp
   first drop (a share a of the fall) then a slow tail, for profiles one scale cannot fit
   (it competes only with 0.1 ≤ a ≤ 0.9 and ε ≥ 3 ε_fast: otherwise it is one scale);
+* power:       g = (1 − L) (1 + d/ε)^(−β) + L (a generalised Cauchy): beyond ε a power law,
+  which has no characteristic scale, so its half-width ε (2^(1/β) − 1) grows with the range
+  whenever ε is below the grid (see ``scale_free``);
 * flat:        g = L at every d > 0 (no resolution).
 
 L is what the data give; the reported noise floor is Δ = max(L, 0) ∈ [0, 1] and the rest,
@@ -37,9 +40,12 @@ from scipy.optimize import brentq, minimize_scalar
 # Families with one scale ε; "two-scale" adds a fast scale; "flat" has none.
 SINGLE_SCALE = ("step", "linear", "exponential", "gaussian")
 TWO_SCALE = "two-scale"
-FAMILIES = (*SINGLE_SCALE, TWO_SCALE)
-# Free parameters: ε and L; two-scale: ε_fast, ε, a and L; flat: L.
-PARAMETERS = {**dict.fromkeys(SINGLE_SCALE, 2), TWO_SCALE: 4, "flat": 1}
+POWER = "power"
+FAMILIES = (*SINGLE_SCALE, TWO_SCALE, POWER)
+# Free parameters: ε and L; two-scale: ε_fast, ε, a and L; power: ε, β and L; flat: L.
+PARAMETERS = {**dict.fromkeys(SINGLE_SCALE, 2), TWO_SCALE: 4, POWER: 3, "flat": 1}
+# The power family's exponents searched: from a near-flat decay to one an exponential matches.
+_EXPONENTS = (0.02, 20.0)
 # A two-scale fit counts only when each scale carries at least this share of the fall and
 # the slow scale is at least this many times the fast one; otherwise it is not two scales.
 MIN_SHARE = 0.1
@@ -97,6 +103,8 @@ class Fit:
     #: "low" / "high" when a scale of the best fit sits at an edge of the search grid (then
     #: the scale is a bound of the search, not an estimate), else "".
     at_bound: str = ""
+    #: The power family's exponent β (NaN otherwise).
+    exponent: float = float("nan")
 
     @property
     def delta(self) -> float:
@@ -110,7 +118,9 @@ class Fit:
 
     def g(self) -> Callable[[np.ndarray], np.ndarray]:
         """The fitted g(d), 1 at d = 0 (also where a fast scale is finer than the bins)."""
-        return fitted_g(self.family, self.epsilon, self.level, self.epsilon_fast, self.fast_share)
+        return fitted_g(
+            self.family, self.epsilon, self.level, self.epsilon_fast, self.fast_share, self.exponent
+        )
 
     @property
     def half_width(self) -> float:
@@ -124,6 +134,7 @@ def fitted_g(
     level: float,
     epsilon_fast: float = float("nan"),
     fast_share: float = float("nan"),
+    exponent: float = float("nan"),
 ) -> Callable[[np.ndarray], np.ndarray]:
     """g(d) of a family with its parameters (g(0) = 1 exactly)."""
 
@@ -131,6 +142,8 @@ def fitted_g(
         d = np.asarray(d, dtype=float)
         if family == "flat":
             decay = np.zeros_like(d)
+        elif family == POWER:
+            decay = (1.0 + d / epsilon) ** (-exponent)
         elif family == TWO_SCALE:
             decay = fast_share * np.exp(-d / epsilon_fast) + (1 - fast_share) * np.exp(-d / epsilon)
         else:
@@ -146,6 +159,8 @@ def half_width(fit: Fit) -> float:
         return float("nan")
     if fit.family in HALF_WIDTH:
         return fit.epsilon * HALF_WIDTH[fit.family]
+    if fit.family == POWER:
+        return float(fit.epsilon * (2.0 ** (1.0 / fit.exponent) - 1.0))
     # Two-scale: the decay a e^(−d/ε_f) + (1 − a) e^(−d/ε) falls monotonically from 1 to 0.
     a, fast, slow = fit.fast_share, fit.epsilon_fast, fit.epsilon
     return float(
@@ -260,6 +275,8 @@ def fit_family(
         return Fit("flat", float("nan"), level, *_rss_aic(rss, within, w, 1))
     if family == TWO_SCALE:
         return _fit_two_scale(d, y, w, within)
+    if family == POWER:
+        return _fit_power(d, y, w, within)
     if family == "step":
         levels = np.unique(d)
         candidates = (levels[1:] + levels[:-1]) / 2
@@ -357,6 +374,59 @@ def _fit_two_scale(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -
     )
 
 
+def _power_loss(
+    d: np.ndarray, y: np.ndarray, w: np.ndarray, log_scale: np.ndarray, log_exponent: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each (log ε, log β): (RSS, u) of y ≈ u ((1 + d/ε)^(−β) − 1), u ≥ 0."""
+    scale, exponent = np.exp(log_scale)[:, None], np.exp(log_exponent)[:, None]
+    x = (1.0 + d[None, :] / scale) ** (-exponent) - 1.0
+    sxx, sxy = (x * x) @ w, x @ (w * y)
+    u = np.where(sxx > 0, np.maximum(sxy, 0.0) / np.where(sxx > 0, sxx, 1.0), 0.0)
+    return np.maximum((w * y * y).sum() - 2 * u * sxy + u * u * sxx, 0.0), u
+
+
+def _fit_power(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -> Fit:
+    """The power family: a log grid over (ε, β), then zoomed grids around the best point (as
+    the two-scale family). At an edge of either grid the fit is a bound ("low" / "high" by
+    its scale), so an exponential the power family only approaches (β → ∞) is not taken
+    for a power law."""
+    scales = np.log(np.geomspace(d.min() / 8, d.max() * 4, _GRID_TWO))
+    exponents = np.log(np.geomspace(*_EXPONENTS, _GRID_TWO))
+    grid_s, grid_e = (a.ravel() for a in np.meshgrid(scales, exponents, indexing="ij"))
+    losses = _power_loss(d, y, w, grid_s, grid_e)[0]
+    best = int(np.argmin(losses))
+    centre, loss = np.array([grid_s[best], grid_e[best]]), losses[best]
+    steps = np.array([scales[1] - scales[0], exponents[1] - exponents[0]])
+    for _ in range(_ZOOMS):
+        offsets = np.linspace(-1.0, 1.0, 9)
+        trial_s, trial_e = (
+            a.ravel()
+            for a in np.meshgrid(
+                centre[0] + steps[0] * offsets, centre[1] + steps[1] * offsets, indexing="ij"
+            )
+        )
+        trial = _power_loss(d, y, w, trial_s, trial_e)[0]
+        if trial.min() <= loss:
+            k = int(np.argmin(trial))
+            centre, loss = np.array([trial_s[k], trial_e[k]]), trial[k]
+        steps = steps / 4
+    (rss,), (u,) = _power_loss(d, y, w, centre[:1], centre[1:])
+    scale, exponent = (float(v) for v in np.exp(centre))
+    if not u > 0 or _edge(exponent, *_EXPONENTS):
+        # No fall, or an exponent at an edge: an exponential (β → ∞) or a constant (β → 0)
+        # the power law only approaches; the families that are those describe it.
+        return _nan_fit(POWER, float(rss), within, w)
+    bound = _edge(scale, float(np.exp(scales[0])), float(np.exp(scales[-1])))
+    return Fit(
+        POWER,
+        scale,
+        1.0 - float(u),
+        *_rss_aic(float(rss), within, w, PARAMETERS[POWER]),
+        at_bound=bound,
+        exponent=exponent,
+    )
+
+
 def fit_binned(
     mean_d: np.ndarray, mean_s: np.ndarray, squares: np.ndarray, count: np.ndarray
 ) -> list[Fit]:
@@ -371,3 +441,72 @@ def chosen_fit(fits: list[Fit]) -> Fit:
     """The lowest AIC; a two-scale fit that found only one scale does not compete."""
     usable = [f for f in fits if f.family == "flat" or np.isfinite(f.epsilon)] or fits
     return min(usable, key=lambda f: f.aic)
+
+
+#: Fits within this AIC of the best describe the data as well (the profile's valley).
+VALLEY_AIC = 2.0
+_VALLEY_SPAN = 1.0  # log-scale half-width of the profile grid around the best scales
+_VALLEY_POINTS = 81
+
+
+def _valley_losses(
+    family: str, d: np.ndarray, y: np.ndarray, w: np.ndarray, logs: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """RSS and coefficients of ``family`` at each point ``logs`` (its log-scales, flattened)."""
+    if family == TWO_SCALE:
+        rss, u, v = _two_scales(d, y, w, np.exp(logs[0]), np.exp(logs[1]))
+        return rss, [u, v]
+    if family == POWER:
+        rss, u = _power_loss(d, y, w, logs[0], logs[1])
+        return rss, [u]
+    rss, u = _one_scale(family, d, y, w, np.exp(logs[0]))
+    return rss, [u]
+
+
+def profile_valley(
+    best: Fit, distances: np.ndarray, means: np.ndarray, counts: np.ndarray, within: float
+) -> list[Fit]:
+    """``best``'s family refitted with its scales held on a grid around the best ones: the
+    fits within :data:`VALLEY_AIC` of the best AIC, reduced to the valley's corners (the
+    smallest and largest of each scale, where a quantity monotone in the scales is extreme)
+    and ``best`` itself. Empty for the step and flat families (nothing continuous to hold)."""
+    if best.family in ("step", "flat") or not np.isfinite(best.epsilon):
+        return []
+    keep = (counts > 0) & (distances > 0)
+    d, y, w = distances[keep], means[keep] - 1.0, counts[keep]
+    centre = [np.log(best.epsilon)]
+    if best.family == TWO_SCALE:
+        centre = [np.log(best.epsilon_fast), np.log(best.epsilon)]
+    elif best.family == POWER:
+        centre = [np.log(best.epsilon), np.log(best.exponent)]
+    offsets = np.linspace(-_VALLEY_SPAN, _VALLEY_SPAN, _VALLEY_POINTS)
+    logs = [a.ravel() for a in np.meshgrid(*(c + offsets for c in centre), indexing="ij")]
+    if best.family == TWO_SCALE:
+        ordered = logs[0] < logs[1]
+        logs = [a[ordered] for a in logs]
+    rss, coefficients = _valley_losses(best.family, d, y, w, logs)
+    aic = np.array([_rss_aic(float(r), within, w, PARAMETERS[best.family])[1] for r in rss])
+    inside = np.flatnonzero((aic <= best.aic + VALLEY_AIC) & (sum(coefficients) > 0))
+    corners = {int(inside[np.argmin(a[inside])]) for a in logs if len(inside)}
+    corners |= {int(inside[np.argmax(a[inside])]) for a in logs if len(inside)}
+    return [best, *(_valley_fit(best, k, logs, coefficients, rss, aic) for k in sorted(corners))]
+
+
+def _valley_fit(
+    best: Fit,
+    k: int,
+    logs: list[np.ndarray],
+    coefficients: list[np.ndarray],
+    rss: np.ndarray,
+    aic: np.ndarray,
+) -> Fit:
+    """The fit at point ``k`` of the profile grid."""
+    total = float(sum(c[k] for c in coefficients))
+    scales = [float(np.exp(a[k])) for a in logs]
+    if best.family == TWO_SCALE:
+        share = float(coefficients[0][k] / total)
+        return Fit(TWO_SCALE, scales[1], 1.0 - total, float(rss[k]), float(aic[k]),
+                   epsilon_fast=scales[0], fast_share=share)  # fmt: skip
+    if best.family == POWER:
+        return Fit(POWER, scales[0], 1.0 - total, float(rss[k]), float(aic[k]), exponent=scales[1])
+    return Fit(best.family, scales[0], 1.0 - total, float(rss[k]), float(aic[k]))

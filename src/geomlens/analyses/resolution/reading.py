@@ -70,6 +70,7 @@ def reading(result: Result) -> list[str]:
     )
     return [
         *_grid_lines(words),
+        *_range_lines(words),
         *_fit_lines(words, family),
         *_regime_lines(words, family),
         *_side_by_side_lines(words),
@@ -95,8 +96,8 @@ def _grid_lines(words: _SiteWords) -> list[str]:
     width_censored = metric("half_width_censored")
     if width_censored == 0:
         lines.append(
-            f"The measured g is halfway from 1 to its far level at d = {shown('half_width')} "
-            f"(interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
+            f"Over {stimulus_range(words.result, words.site)} the measured g is halfway from 1 "
+            f"to its far level at d = {shown('half_width')} (interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
             f"resamples give 95 % interval {words.interval('half_width')}, each end with its "
             "Monte-Carlo error)."
         )
@@ -112,6 +113,44 @@ def _grid_lines(words: _SiteWords) -> list[str]:
     return lines
 
 
+def stimulus_range(result: Result, site: str) -> str:
+    """'1901–2000' (the range the site's scales hold for), from ``scale_depends_on``."""
+    row = next((r for r in result.tables.get("scale_depends_on", []) if r["site"] == site), None)
+    if row is None:
+        return "these stimuli"
+    return f"{number(row['coordinate_low'])}–{number(row['coordinate_high'])}"
+
+
+def _range_lines(words: _SiteWords) -> list[str]:
+    """Whether the scale holds beyond the stimulus range it was measured over."""
+    depends = words.metric("scale_depends_on_range")
+    span = stimulus_range(words.result, words.site)
+    if depends == 1:
+        rows = [
+            r
+            for r in words.result.tables.get("range_dependence", [])
+            if r["site"] == words.site and r["share_of_range"] < 1
+        ]
+        unit = distance_unit(words.result)
+        widths = ", ".join(
+            f"{quantity(r['half_width'], unit)} over "
+            f"{number(r['coordinate_low'])}–{number(r['coordinate_high'])}"
+            for r in rows
+            if not missing(r["half_width"])
+        )
+        return [
+            f"The scale grows with the range: no single scale over {span} (the central "
+            f"sub-ranges give half-widths {widths or 'that are not resolved'}), so the "
+            "half-width is this range's, not the model's resolution."
+        ]
+    if depends == 0:
+        return [
+            f"The central half and quarter of {span} give the same half-width and ε (within "
+            "the interval or 5 %): on these stimuli the scale does not depend on the range."
+        ]
+    return []
+
+
 def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
     """The chosen fit's scales, the same stimulus across texts, and the centring offset."""
     metric, shown = words.metric, words.shown
@@ -121,6 +160,12 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
             f"The lowest-AIC fit ({family} family, with the measured g(0) = 1) gives ε = "
             f"{shown('epsilon')} (95 % interval {words.interval('epsilon')}) and a noise "
             f"floor Δ = {shown('delta')}."
+        )
+    if family == "power":
+        lines.append(
+            "The lowest-AIC fit is the power family, (1 + d/ε)^(−β): beyond ε g falls as a "
+            "power of distance, which has no characteristic scale, so its half-width follows "
+            "the range measured."
         )
     if family == "two-scale":
         lines.append(
@@ -152,12 +197,23 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
             "bootstrap agreement) is read from it on this grid."
         )
     elif not missing(metric("mean_b")):
-        lines.append(
+        found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
             f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
-            f"{shown('mean_b_ci_high')}): the {regime} regime, which "
-            f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            f"{shown('mean_b_ci_high')}; one grid step of the half-width moves it between "
+            f"{number(metric('mean_b_grid_low'))} and {number(metric('mean_b_grid_high'))}, "
+            f"so its resolution is ± {number(metric('mean_b_grid_step'))})"
         )
+        if regime == "set by the grid":
+            lines.append(
+                f"{found}: the regime is set by the grid (one grid step either way changes it), "
+                "so none is read."
+            )
+        else:
+            lines.append(
+                f"{found}: the {regime} regime, which survives one grid step either way and "
+                f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            )
     if family == "two-scale":
         lines.append(
             f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
@@ -183,6 +239,26 @@ def _side_by_side_lines(words: _SiteWords) -> list[str]:
     ]
 
 
+def _theory_words(words: _SiteWords) -> str:
+    """The fitted g's (p_S, p_I): a point, or the range over the fits within ΔAIC 2 where
+    that range is as wide as the bootstrap's interval (the optimiser would pick the point)."""
+    metric = words.metric
+    if not missing(metric("p_similarity_theory")):
+        return (
+            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
+            f"{number(metric('p_identification_theory'))})."
+        )
+    if metric("p_theory_from_valley") == 1:
+        return (
+            f"; the fitted g predicts p_S {number(metric('p_similarity_theory_low'))} to "
+            f"{number(metric('p_similarity_theory_high'))} and p_I "
+            f"{number(metric('p_identification_theory_low'))} to "
+            f"{number(metric('p_identification_theory_high'))}: every fit within ΔAIC 2 of the "
+            "best describes the data as well, so no point is given."
+        )
+    return "."
+
+
 def _plane_lines(words: _SiteWords) -> list[str]:
     """The measured (p_S, p_I) with how it was computed, the fitted g's prediction, and the
     distance to the universal front."""
@@ -202,12 +278,7 @@ def _plane_lines(words: _SiteWords) -> list[str]:
         f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
         f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
         f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
-        + (
-            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
-            f"{number(metric('p_identification_theory'))})."
-            if not missing(metric("p_similarity_theory"))
-            else "."
-        ),
+        + _theory_words(words),
         "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
         "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
         f"similarities can lie above it. This site sits {number(metric('front_distance'))} "

@@ -249,8 +249,11 @@ def mahalanobis_scores(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Each input's squared Mahalanobis distance from its mean content activation to the
     held-out rows' (Ledoit–Wolf shrunk covariance, so it exists with fewer rows than
-    dimensions): a held-out row is scored against the other held-out rows (leave one out),
-    an OOD row against all of them. None without the activations (or three held-out rows)."""
+    dimensions). No row is scored against a reference that holds it or its source: a held-out
+    row is scored against the other held-out rows (leave one out), an OOD row made from a
+    held-out row (its ``source_row``) against the held-out rows without that one (leave source
+    out), any other OOD row against all of them. None without the activations (or three
+    held-out rows)."""
     from sklearn.covariance import LedoitWolf
 
     if not heldout.pooled or len(stats.pooled) != len(stats.mean_k):
@@ -259,16 +262,25 @@ def mahalanobis_scores(
     usable = np.isfinite(reference).all(1)
     if usable.sum() < 3:
         return None
-    fitted = LedoitWolf().fit(reference[usable])
     candidates = np.stack(stats.pooled)
     ok = np.isfinite(candidates).all(1)
+    sources = np.asarray(stats.pairs, int) if len(stats.pairs) == len(candidates) else None
+    own = np.asarray(heldout.pairs, int) if len(heldout.pairs) == len(reference) else None
     positives = np.full(len(candidates), np.nan)
-    positives[ok] = fitted.mahalanobis(candidates[ok])
     negatives = np.full(len(reference), np.nan)
+    left = ok.copy()  # OOD rows still to score
     for i in np.flatnonzero(usable):
         others = usable.copy()
         others[i] = False
-        negatives[i] = LedoitWolf().fit(reference[others]).mahalanobis(reference[i : i + 1])[0]
+        fitted = LedoitWolf().fit(reference[others])
+        negatives[i] = fitted.mahalanobis(reference[i : i + 1])[0]
+        if sources is not None and own is not None and own[i] >= 0:
+            made = left & (sources == own[i])
+            if made.any():
+                positives[made] = fitted.mahalanobis(candidates[made])
+                left &= ~made
+    if left.any():
+        positives[left] = LedoitWolf().fit(reference[usable]).mahalanobis(candidates[left])
     return negatives, positives
 
 

@@ -38,7 +38,7 @@ from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 from . import DECLARATION
-from .config import DEFAULT_BINS, MAX_DISTINCT_BINS, SimilarityConfig
+from .config import MAX_DISTINCT_BINS, SimilarityConfig
 
 
 @dataclass
@@ -294,17 +294,36 @@ def across_text_metrics(measured: SiteSimilarity) -> dict[str, float]:
 
 
 def distance_bins(distances: np.ndarray, bins: int | None) -> np.ndarray:
-    """Bin edges over the off-diagonal distances: one bin per distinct distance (up to
-    ``MAX_DISTINCT_BINS``) unless ``bins`` equal-width bins are asked for."""
+    """Bin edges over the off-diagonal distances.
+
+    Default: one bin per distinct distance, never coarser than the grid where it has the
+    pairs. Past ``MAX_DISTINCT_BINS`` distinct distances, distances are taken from the
+    smallest up: each keeps its own bin while it holds at least 1/``MAX_DISTINCT_BINS`` of
+    the pairs, and only distances with fewer pairs are pooled with their neighbours until a
+    bin holds that many. So d₁ is always the smallest stimulus distance and the bins stay
+    at most ``MAX_DISTINCT_BINS`` (+1). ``bins``: that many equal-width bins instead.
+    """
     pairs = distances[np.triu_indices_from(distances, k=1)]
-    levels = np.unique(pairs)
-    if bins is None and len(levels) <= MAX_DISTINCT_BINS:
+    levels, counts = np.unique(pairs, return_counts=True)
+    if bins is not None:
+        edges = np.linspace(pairs.min(), pairs.max(), bins + 1)
+        edges[0], edges[-1] = -np.inf, np.inf
+        return edges
+    if len(levels) <= MAX_DISTINCT_BINS:
         middles = (levels[1:] + levels[:-1]) / 2
         return np.concatenate([[-np.inf], middles, [np.inf]])
-    count = bins or DEFAULT_BINS
-    edges = np.linspace(pairs.min(), pairs.max(), count + 1)
-    edges[0], edges[-1] = -np.inf, np.inf
-    return edges
+    needed = len(pairs) / MAX_DISTINCT_BINS
+    ends: list[int] = []  # index of the last distinct distance in each bin
+    held = 0
+    for k, count in enumerate(counts):
+        held += int(count)
+        if held >= needed:
+            ends.append(k)
+            held = 0
+    if not ends or ends[-1] != len(levels) - 1:
+        ends.append(len(levels) - 1)
+    middles = [(levels[k] + levels[k + 1]) / 2 for k in ends[:-1]]
+    return np.concatenate([[-np.inf], middles, [np.inf]])
 
 
 def binned_pairs(
@@ -330,15 +349,38 @@ def g_of_d(
     distances: np.ndarray, similarity: np.ndarray, bins: int | None
 ) -> list[dict[str, float]]:
     """Rows (distance, mean, std, count) of the binned similarity profile, non-empty bins."""
-    mean_d, mean_s, squares, count = binned_pairs(
-        distances, similarity, distance_bins(distances, bins)
-    )
+    edges = distance_bins(distances, bins)
+    mean_d, mean_s, squares, count = binned_pairs(distances, similarity, edges)
     keep = count > 0
     std = np.sqrt(squares[keep] / count[keep])
+    low, high = bin_ranges(distances, edges)
     return [
-        {"distance": float(d), "mean": float(m), "std": float(sd), "count": int(c)}
-        for d, m, sd, c in zip(mean_d[keep], mean_s[keep], std, count[keep])
+        {
+            "distance": float(d),
+            "mean": float(m),
+            "std": float(sd),
+            "count": int(c),
+            "distance_low": float(a),
+            "distance_high": float(b),
+        }
+        for d, m, sd, c, a, b in zip(
+            mean_d[keep], mean_s[keep], std, count[keep], low[keep], high[keep]
+        )
     ]
+
+
+def bin_ranges(distances: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and largest pair distance in each bin (NaN in an empty one): the bins
+    used, in the result (a bin of one distinct distance has the two equal)."""
+    d = distances[np.triu_indices_from(distances, k=1)]
+    which = np.digitize(d, edges[1:-1])
+    size = len(edges) - 1
+    low, high = np.full(size, np.inf), np.full(size, -np.inf)
+    np.minimum.at(low, which, d)
+    np.maximum.at(high, which, d)
+    empty = np.isinf(low)
+    low[empty], high[empty] = np.nan, np.nan
+    return low, high
 
 
 def profile_metrics(site: str, rows: list[dict[str, float]], stimuli: int) -> dict[str, float]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.analyses.similarity.config import MAX_DISTINCT_BINS
+from geomlens.analyses.similarity.config import DEFAULT_BINS, MAX_DISTINCT_BINS
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.models.adapter import LOGITS_SITE
 from geomlens.plain_state import state_class
@@ -309,7 +309,7 @@ def recover_similarity(
         def which(d: np.ndarray) -> np.ndarray:
             return np.array([bin_of[float(x)] for x in d])
     else:
-        edges = np.linspace(every.min(), every.max(), (bins or 40) + 1)
+        edges = np.linspace(every.min(), every.max(), (bins or DEFAULT_BINS) + 1)
 
         def which(d: np.ndarray) -> np.ndarray:
             return np.clip(np.digitize(d, edges[1:-1]), 0, len(edges) - 2)

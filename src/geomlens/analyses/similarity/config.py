@@ -10,9 +10,10 @@ from geomlens.data.distances import parse_metric
 
 SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
 MODES = ("representational", "behavioural")
-#: Equal-width distance bins past MAX_DISTINCT_BINS distinct distances.
+#: Equal-width distance bins of behavioural recovery past MAX_DISTINCT_BINS distinct distances.
 DEFAULT_BINS = 40
-#: Up to this many distinct distances, g(d) has one bin per distance.
+#: Up to this many distinct distances, g(d) has one bin per distance; past it, a distance
+#: keeps its own bin while it holds 1/MAX_DISTINCT_BINS of the pairs (see ``distance_bins``).
 MAX_DISTINCT_BINS = 128
 
 
@@ -37,8 +38,9 @@ class SimilarityConfig(AnalysisConfig):
     )
     bins: int | None = option(
         None,
-        f"Distance bins of g(d); default: one per distinct distance (up to {MAX_DISTINCT_BINS}), "
-        f"else {DEFAULT_BINS} equal-width bins.",
+        "Distance bins of g(d) (N: N equal-width bins); default: one per distinct distance, "
+        f"pooling only distances with under 1/{MAX_DISTINCT_BINS} of the pairs "
+        f"(behavioural: past {MAX_DISTINCT_BINS} distances, {DEFAULT_BINS} equal-width bins).",
     )
     full_matrix: bool = option(False, "Also return the stimulus similarity matrix as a table.")
     mode: str = option(

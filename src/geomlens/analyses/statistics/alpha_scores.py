@@ -31,9 +31,17 @@ TIE_TOLERANCE = 1e-12
 ROW_SHUFFLE = "concept label shuffled among each context's rows"
 SIGN_FLIP = "sign of each context's difference flipped (one row per cell)"
 #: What the corrected α's interval resamples when a task has too few contexts to resample.
-ROWS_RESAMPLED = "rows resampled within each cell (too few contexts to resample)"
-#: Random split-half partitions averaged into the corrected α.
+ROWS_RESAMPLED = (
+    "each cell's row noise redrawn (Gaussian multipliers of its residuals; too few contexts "
+    "to resample)"
+)
+#: Kept for the ``n_half_splits`` option: the corrected α now averages every halving in
+#: closed form (:class:`CellDifferences`), so the number of random halvings no longer matters.
 DEFAULT_HALF_SPLITS = 20
+#: Below this reliability of the contexts' directions (the share of their squared length that
+#: is not row noise) the corrected α is refused: its denominator is then mostly noise, and on
+#: planted data (12 contexts) its mean strays by more than 0.15 from the truth.
+MIN_RELIABILITY = 0.2
 
 
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -158,77 +166,83 @@ class TaskRows:
         return np.array([[len(i) for i in value] for value in self.cells()], dtype=np.int64)
 
 
-def split_half_cosines(
-    task: TaskRows, rng: np.random.Generator, n_splits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(cross ``[k, k]``, reliability ``[k]``), averaged over ``n_splits`` random halvings of
-    every cell: cross_cc' is the cosine between u_c of one half and u_c' of the other (their
-    noise is independent), symmetrised; reliability_c the cosine between u_c of the two halves
-    (the split-half reliability of context c's direction). Every cell needs two rows."""
-    k = task.n_contexts
-    cells = task.cells()
-    cross = np.zeros((k, k))
-    reliability = np.zeros(k)
-    for _ in range(n_splits):
-        halves = np.zeros((2, 2, k, task.rows.shape[1]))  # half, value, context, d
-        for value in (0, 1):
-            for c in range(k):
-                order = rng.permutation(cells[value][c])
-                half = len(order) // 2
-                halves[0, value, c] = task.rows[order[:half]].mean(0)
-                halves[1, value, c] = task.rows[order[half:]].mean(0)
-        first = _unit_rows(halves[0, 1] - halves[0, 0])
-        second = _unit_rows(halves[1, 1] - halves[1, 0])
-        between = first @ second.T
-        cross += (between + between.T) / 2
-        reliability += np.diag(between)
-    return cross / n_splits, reliability / n_splits
+@dataclass(frozen=True)
+class CellDifferences:
+    """Each context's difference of cell means u_c = ū(+, c) − ū(−, c) and its row noise.
+
+    ``noise[c]`` = tr S₊/n₊ + tr S₋/n₋ (sample covariances, ddof 1) is unbiased for E|u_c −
+    t_c|², so |u_c|² − noise[c] is unbiased for |t_c|² (the direction's squared length without
+    row noise), and ⟨u_c, u_c'⟩ for c ≠ c' is unbiased for ⟨t_c, t_c'⟩ (independent rows). This
+    is the average over every halving of the cells of the split-half products, in closed form.
+    ``residuals[v][c]``: the rows of cell (v, c) minus their mean, for resampling."""
+
+    differences: np.ndarray  # [k, d]
+    noise: np.ndarray  # [k]
+    residuals: list[list[np.ndarray]]
+
+    @classmethod
+    def of(cls, task: TaskRows) -> CellDifferences:
+        cells = task.cells()
+        means = np.array([[task.rows[c].mean(0) for c in value] for value in cells])
+        residuals = [
+            [task.rows[c] - means[v, j] for j, c in enumerate(value)]
+            for v, value in enumerate(cells)
+        ]
+        noise = np.array(
+            [
+                sum(
+                    (r**2).sum() / (len(r) - 1) / len(r) for r in (residuals[0][c], residuals[1][c])
+                )
+                for c in range(task.n_contexts)
+            ]
+        )
+        return cls(means[1] - means[0], noise, residuals)
+
+    def products(self, differences: np.ndarray | None = None, times: float = 1.0) -> np.ndarray:
+        """``[k, k]`` ⟨u_c, u_c'⟩ with ``times`` × the noise taken off the diagonal."""
+        u = self.differences if differences is None else differences
+        gram = u @ u.T
+        return gram - times * np.diag(self.noise)
+
+    def reliability(self) -> float:
+        """The share of the directions' squared length that is not row noise: Σ(|u_c|² −
+        noise_c) / Σ|u_c|² (the classical reliability of a context's direction)."""
+        squares = float((self.differences**2).sum())
+        return float((squares - self.noise.sum()) / squares) if squares > 0 else float("nan")
+
+    def resampled(self, rng: np.random.Generator) -> np.ndarray:
+        """``[k, k]`` products of one Gaussian-multiplier resample: u*_c = u_c + Σᵢ zᵢ rᵢ /
+        √(n(n − 1)) per cell (rᵢ its residuals, zᵢ standard normal), whose added noise has the
+        cell's own covariance and, unlike a row bootstrap, no ties at n = 2. The added noise is
+        taken off the diagonal too, so the resample centres on the estimate."""
+        drawn = self.differences.copy()
+        for sign, value in ((1.0, 1), (-1.0, 0)):
+            for c, r in enumerate(self.residuals[value]):
+                n = len(r)
+                drawn[c] += sign * (rng.standard_normal(n) @ r) / np.sqrt(n * (n - 1))
+        return self.products(drawn, times=2.0)
 
 
-def row_bootstrap_corrected(task: TaskRows, rng: np.random.Generator, n: int) -> np.ndarray:
-    """``[n]`` corrected α with each cell's rows resampled with replacement (the interval of a
-    task with too few contexts to resample them). Each draw halves the cell by row identity,
-    every copy of a row in the same half, so the halves stay independent."""
-    k = task.n_contexts
-    cells = task.cells()
-    draws = np.empty(n)
-    for b in range(n):
-        halves = np.zeros((2, 2, k, task.rows.shape[1]))
-        for value in (0, 1):
-            for c in range(k):
-                members = cells[value][c]
-                picked = rng.choice(members, size=len(members), replace=True)
-                ids, counts = np.unique(picked, return_counts=True)
-                order = rng.permutation(len(ids))
-                if len(ids) < 2:  # every draw the same row: no two halves
-                    halves[:, value, c] = np.nan
-                    continue
-                cut = len(ids) // 2
-                for half, chosen in enumerate((order[:cut], order[cut:])):
-                    weights = counts[chosen].astype(np.float64)
-                    halves[half, value, c] = weights @ task.rows[ids[chosen]] / weights.sum()
-        first = _unit_rows(halves[0, 1] - halves[0, 0])
-        second = _unit_rows(halves[1, 1] - halves[1, 0])
-        between = first @ second.T
-        if not np.isfinite(between).all():
-            draws[b] = np.nan
-            continue
-        cross = (between + between.T) / 2
-        draws[b] = corrected_ratios(cross, np.diag(between), np.ones((1, k)))[0]
-    return draws
-
-
-def corrected_ratios(cross: np.ndarray, reliability: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Corrected α of each row of ``weights`` ``[n, k]``: Σ_{c≠c'} w_c w_c' X_cc' /
-    Σ_{c≠c'} w_c w_c' √(r_c r_c'), reliabilities below 0 counted as 0; NaN where the
-    denominator is not positive."""
-    root = np.sqrt(np.clip(reliability, 0.0, None))
-    scale = np.outer(root, root)
-    off = ~np.eye(len(root), dtype=bool)
-    numerator = np.einsum("bi,ij,bj->b", weights, np.where(off, cross, 0.0), weights)
+def corrected_ratios(products: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Corrected α of each row of ``weights`` ``[n, k]`` from noise-debiased ``products``
+    ``[k, k]`` (:class:`CellDifferences`): Σ_{c≠c'} w_c w_c' P_cc' / Σ_{c≠c'} w_c w_c'
+    (P_cc + P_c'c')/2, a ratio of two unbiased sums (the mean cosine of the noise-free
+    directions when they are equally long); NaN where the denominator is not positive."""
+    squares = np.diag(products)
+    off = ~np.eye(len(squares), dtype=bool)
+    scale = (squares[:, None] + squares[None, :]) / 2
+    numerator = np.einsum("bi,ij,bj->b", weights, np.where(off, products, 0.0), weights)
     denominator = np.einsum("bi,ij,bj->b", weights, np.where(off, scale, 0.0), weights)
     safe = np.where(denominator > 0, denominator, 1.0)
     return np.where(denominator > 0, numerator / safe, np.nan)
+
+
+def multiplier_corrected(cells: CellDifferences, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``[n]`` corrected α of Gaussian-multiplier resamples of every cell's rows (the interval
+    of a task with too few contexts to resample them; see :meth:`CellDifferences.resampled`)."""
+    k = len(cells.noise)
+    ones = np.ones((1, k))
+    return np.array([corrected_ratios(cells.resampled(rng), ones)[0] for _ in range(n)])
 
 
 def row_shuffle_null(task: TaskRows, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -272,6 +286,8 @@ class AlphaDraws:
     corrected_undefined: str = ""
     #: What the corrected α's interval resamples.
     corrected_interval: str = "contexts resampled"
+    #: The reliability of the contexts' directions (:meth:`CellDifferences.reliability`).
+    reliability: float = float("nan")
 
 
 def alpha_draws(
@@ -284,7 +300,8 @@ def alpha_draws(
     n_half_splits: int = DEFAULT_HALF_SPLITS,
 ) -> AlphaDraws:
     """α of class means ``[2, k, d]`` and its draws; with the task's ``rows``, also the
-    corrected α (split halves, :func:`split_half_cosines`) and, where cells hold several rows,
+    corrected α (noise-debiased products, :class:`CellDifferences`; ``n_half_splits`` is
+    accepted and unused: every halving is averaged in closed form) and, where cells hold several rows,
     the within-context null as a row-level label shuffle. The context resamples are drawn
     first, so two conditions of the same task measured with equally seeded generators (base
     and linearised) are resampled identically: their difference is a paired bootstrap."""
@@ -323,29 +340,51 @@ def alpha_draws(
     draws.rows_per_cell_min = float(sizes.min())
     if not several:
         draws.corrected_undefined = (
-            "a cell holds one row, so its direction has no split-half reliability (the "
+            "a cell holds one row, so its row noise cannot be measured (the "
             "corrected α needs two or more rows per concept value and context)"
         )
         return draws
     assert rows is not None
-    cross, reliability = split_half_cosines(rows, rng, max(n_half_splits, 1))
-    point = corrected_ratios(cross, reliability, np.ones((1, k)))[0]
-    draws.alpha_corrected = float(point)
-    if k >= MIN_CONTEXTS_FOR_INTERVAL:
-        draws.corrected_bootstrap = corrected_ratios(cross, reliability, counts)
-    else:
-        # Two contexts cannot be resampled; the rows of each cell can.
-        draws.corrected_bootstrap = row_bootstrap_corrected(rows, rng, n_bootstrap)
-        draws.corrected_interval = ROWS_RESAMPLED
+    _correct(draws, CellDifferences.of(rows), counts, rng, n_bootstrap)
     if undefined:
         draws.alpha_corrected = float("nan")
         draws.corrected_undefined = undefined
-    elif not np.isfinite(point):
-        draws.corrected_undefined = (
-            "no context's direction agrees between split halves (every split-half cosine is at "
-            "or below 0): there is no reliable direction to compare"
-        )
     return draws
+
+
+def _correct(
+    draws: AlphaDraws,
+    cells: CellDifferences,
+    counts: np.ndarray,
+    rng: np.random.Generator,
+    n_bootstrap: int,
+) -> None:
+    """The corrected α, its reliability and its draws into ``draws``: the same context
+    resamples as the raw α's (``counts``), or with two contexts the cells' row noise redrawn;
+    refused (NaN, with the reason) below :data:`MIN_RELIABILITY`."""
+    k = len(cells.noise)
+    products = cells.products()
+    draws.reliability = cells.reliability()
+    if not draws.reliability >= MIN_RELIABILITY:
+        draws.corrected_undefined = (
+            f"the contexts' directions have reliability r = {draws.reliability:.2f} (the share "
+            "of their squared length that is not row noise): too low to correct (the "
+            f"corrected α needs r ≥ {MIN_RELIABILITY:g}; more rows per cell raise it)"
+        )
+        return
+    point = float(corrected_ratios(products, np.ones((1, k)))[0])
+    draws.alpha_corrected = point
+    if k >= MIN_CONTEXTS_FOR_INTERVAL:
+        draws.corrected_bootstrap = corrected_ratios(products, counts)
+    else:
+        # Two contexts cannot be resampled; the rows' noise can be redrawn.
+        draws.corrected_bootstrap = multiplier_corrected(cells, rng, n_bootstrap)
+        draws.corrected_interval = ROWS_RESAMPLED
+    if not np.isfinite(point):
+        draws.corrected_undefined = (
+            "the contexts' noise-free directions have no positive length (row noise accounts "
+            "for all of them): there is no reliable direction to compare"
+        )
 
 
 def _interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -389,6 +428,7 @@ def summarise_alpha(draws: AlphaDraws, *, confidence: float, null: str) -> dict[
     columns["alpha_corrected_ci_low"] = corrected_low
     columns["alpha_corrected_ci_high"] = corrected_high
     columns["alpha_corrected_interval"] = draws.corrected_interval
+    columns["alpha_corrected_reliability"] = draws.reliability
     columns.update(_null_columns("", draws.nulls[null], draws.alpha))
     for name in NULLS:
         columns.update(_null_columns(null_suffix(name), draws.nulls[name], draws.alpha))

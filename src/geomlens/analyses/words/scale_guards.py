@@ -62,7 +62,8 @@ def bounded_ball(result: Any, key: str) -> str | None:
     censored = _censored(result, key)
     if math.isnan(censored) or censored == 0:
         return None
-    bound = _site_metric(result, key, "mean_b_bound")
+    own = result.metrics.get(f"{key}_bound")  # a scale's own bound (mean_b_fast, _slow)
+    bound = float(own) if own is not None else _site_metric(result, key, "mean_b_bound")
     if censored < 0:
         return f"≤ {number(bound)} (each ball holds its centre only: unresolved)"
     return f"≥ {number(bound)} (half-width beyond the stimulus range: unresolved)"
