@@ -157,8 +157,8 @@ def bootstrap_fits(
             out[k] = epsilon, fit.delta, fit.offset, width
             if len(kept) < THEORY_RESAMPLES:
                 kept.append(fit)
-    epsilon, delta, offset, width = out.T
-    return Resampled(epsilon, delta, offset, width, fits=tuple(kept))
+    epsilons, deltas, offsets, widths = out.T
+    return Resampled(epsilons, deltas, offsets, widths, fits=tuple(kept))
 
 
 @dataclass(frozen=True)
