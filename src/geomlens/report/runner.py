@@ -35,6 +35,7 @@ from geomlens.report.plan import (
     plan_passes,
     planned_name,
 )
+from geomlens.report.saved import REPORT_FORMAT
 from geomlens.results import Result
 from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
@@ -372,6 +373,7 @@ def build_report(
             progress=progress,
         )
     provenance: dict[str, Any] = {
+        "report_format": REPORT_FORMAT,
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
         "model": adapter.describe(),

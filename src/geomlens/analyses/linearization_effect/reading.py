@@ -8,7 +8,7 @@ from geomlens.analyses.words.guards import probe_at_chance
 from geomlens.analyses.words.reading_words import direction, interval, layer_label, number
 from geomlens.results import Result
 
-from .metrics import loss_above_uniform
+from .metrics import LOSS_OF, loss_above_uniform, uniform_loss_of
 
 #: CCGP before and after, each refused within the range coin flips reach on its test rows.
 _CCGP_AT_CHANCE = {condition: probe_at_chance(condition) for condition in ("base", "linearized")}
@@ -32,22 +32,34 @@ def _alpha_within_null(metrics: dict[str, float], site: str) -> str | None:
     )
 
 
+def _loss_words(result: Result, family: str) -> str:
+    """The next-token loss of ``family`` before and after, naming what it is a loss of and
+    beside the uniform-guess loss of the same predictions; its guard's words when refused."""
+    metrics = result.metrics
+    failed = loss_above_uniform(result, family)
+    if failed is not None:
+        return f"the next-token loss {LOSS_OF[family]} is {failed}"
+    return (
+        f"the next-token loss {LOSS_OF[family]} goes from "
+        f"{number(metrics.get(f'{family}.lm_loss_base', math.nan))} to "
+        f"{number(metrics.get(f'{family}.lm_loss_linearized', math.nan))} nats (a uniform guess "
+        f"over the vocabulary scores {number(uniform_loss_of(metrics, family))})"
+    )
+
+
 def _fidelity_phrase(result: Result) -> str:
     metrics = result.metrics
-    failed = loss_above_uniform(result)
-    if failed is not None:
-        return f"the fidelity cost is {failed}"
+    if "heldout.lm_loss_base" in metrics:  # the section's held-out loss: the cost that matters
+        return _loss_words(result, "heldout") + (
+            f"; {_loss_words(result, 'fidelity')}" if "fidelity.lm_loss_base" in metrics else ""
+        )
+    if "fidelity.lm_loss_base" in metrics:
+        return _loss_words(result, "fidelity")
     if "fidelity.output_embedding_cosine" in metrics:
         return (
             f"the linearised model's output embedding keeps a cosine of "
             f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
             "(1 = unchanged)"
-        )
-    if "fidelity.lm_loss_change" in metrics:
-        return (
-            f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
-            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))} nats; a uniform "
-            f"guess scores {number(metrics.get('fidelity.lm_loss_uniform', math.nan))})"
         )
     return "its fidelity cost was not measured"
 
@@ -57,7 +69,7 @@ def reading(result: Result) -> list[str]:
     info = (result.tables.get("linearization") or [{}])[0]
     mode = info.get("mode", result.config.get("mode", "identity"))
     lines = [
-        f"The MLP nonlinearity of layer(s) {info.get('layers', '?')} is replaced by its linear "
+        f"The MLP nonlinearity of {_layers_words(info.get('layers'))} is replaced by its linear "
         f"version ({mode}) and α and CCGP are measured again; the theory predicts that a "
         "nonlinearity attenuates abstraction, so linearising should raise α."
     ]
@@ -119,3 +131,13 @@ def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
         f"{direction(low, high, 'the change')}); it rises in {number(up)} and falls in "
         f"{number(down)} of {number(n)} concept sets"
     )
+
+
+def _layers_words(layers: object) -> str:
+    """``[4]`` → "layer 4"; ``[3, 4]`` → "layers 3 and 4" (never a Python list)."""
+    if not isinstance(layers, (list, tuple)) or not layers:
+        return "the linearised layers"
+    names = [str(layer) for layer in layers]
+    if len(names) == 1:
+        return f"layer {names[0]}"
+    return f"layers {', '.join(names[:-1])} and {names[-1]}"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.metric_words import metric_value
+from geomlens.analyses.words.guards import digit_split_years, is_null
+from geomlens.analyses.words.metric_words import metric_refused, metric_value
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
+    as_words,
     layer_label,
     missing,
     number,
@@ -19,6 +21,7 @@ from geomlens.analyses.words.reading_words import (
 )
 from geomlens.formatting import distance_unit, quantity
 from geomlens.results import Result
+from geomlens.theory.resolution import regime as regime_of
 
 
 def _with_error(result: Result, key: str) -> str:
@@ -68,6 +71,14 @@ def reading(result: Result) -> list[str]:
         (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
         None,
     )
+    artefact = digit_split_years(result)
+    if artefact is not None:  # g(d) follows the tokenizer's digits, not the model's sense of time
+        return [
+            f"{artefact} So no resolution is read at {layer_label(site)}: its g(d₁), "
+            "half-width, ε and regime would describe the digits (the numbers are in the JSON).",
+            *_side_by_side_lines(words),
+            *_plane_lines(words),
+        ]
     return [
         *_grid_lines(words),
         *_fit_lines(words, family),
@@ -125,11 +136,15 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
     if family == "two-scale":
         lines.append(
             f"One scale does not fit: {share_percent(metric('fast_share'))} of the fall happens "
-            f"on a fast scale ε_fast = {shown('epsilon_fast')}, the rest on ε."
+            f"on a fast scale ε_fast {_is(shown('epsilon_fast'))}, the rest on ε."
         )
     across = metric("g0_across_texts")
     if not missing(across) and not missing(metric("g_first")):
-        lines.append(across_texts_words(across, metric("g_first")))
+        lines.append(
+            across_texts_words(
+                words.result, words.site, metric("g_first"), (f"{words.site}.g_first",)
+            )
+        )
     offset = metric("offset")
     if not missing(offset) and offset < 0:
         lines.append(
@@ -148,38 +163,74 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
     regime = words.placement("regime")
     if regime == "unresolved":
         lines.append(
-            f"The regime is unresolved: ⟨b⟩ is {shown('mean_b')}, so no regime (and no "
+            f"The regime is unresolved: ⟨b⟩ is {as_words(shown('mean_b'))}, so no regime (and no "
             "bootstrap agreement) is read from it on this grid."
         )
     elif not missing(metric("mean_b")):
-        lines.append(
+        low, high = metric("mean_b_ci_low"), metric("mean_b_ci_high")
+        spanned = _regimes_spanned(low, high)
+        found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
             f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
-            f"{shown('mean_b_ci_high')}): the {regime} regime, which "
-            f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            f"{shown('mean_b_ci_high')})"
         )
+        if len(spanned) > 1:
+            lines.append(
+                f"{found}: the interval spans the {' and '.join(spanned)} regimes, so no regime "
+                "is named."
+            )
+        else:
+            lines.append(
+                f"{found}: the {regime} regime, which "
+                f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+            )
     if family == "two-scale":
         lines.append(
-            f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
-            f"{shown('mean_b_slow')} (slow)."
+            f"At the two scales' half-widths ⟨b⟩ is {as_words(shown('mean_b_fast'))} (fast) and "
+            f"{as_words(shown('mean_b_slow'))} (slow)."
         )
     return lines
 
 
+def _is(shown: str) -> str:
+    """``= value``, or ``is`` and a guard's words ("is below d₁ = 1 year (unresolved …)")."""
+    worded = as_words(shown)
+    return f"= {shown}" if worded == shown and not is_null(shown) else f"is {worded}"
+
+
+def _regimes_spanned(low: float, high: float) -> list[str]:
+    """The regimes a ⟨b⟩ interval reaches (one when it names a regime; none without one)."""
+    if missing(low) or missing(high):
+        return []
+    return list(dict.fromkeys([str(regime_of(low)), str(regime_of(high))]))
+
+
+def _form_words(words: _SiteWords, form: str) -> str:
+    """One similarity form's (raw or centred cosine) g(d₁), half-width and (p_S, p_I), each
+    through its spec's guards: a form whose tests are at chance shows no half-width."""
+    site = words.site
+    refused = [
+        metric_refused(words.result, f"{site}.{form}_{name}")
+        for name in ("p_similarity", "p_identification")
+    ]
+    head = f"the {form} cosine gives g(d₁) = {number(words.metric(f'{form}_g_first'))}"
+    if all(refused):
+        return (
+            f"{head}, and its similarity and identification tests are at chance (nothing measured)"
+        )
+    return (
+        f"{head}, half-width {as_words(words.shown(f'{form}_half_width'))}, p_S "
+        f"{words.shown(f'{form}_p_similarity')} and p_I {words.shown(f'{form}_p_identification')}"
+    )
+
+
 def _side_by_side_lines(words: _SiteWords) -> list[str]:
     """The raw and the centred cosine's numbers side by side, where both were measured."""
-    metric = words.metric
-    raw, centred = words.shown("raw_half_width"), words.shown("centred_half_width")
     if f"{words.site}.raw_g_first" not in words.result.metrics:
         return []
     return [
-        f"Side by side, the raw cosine gives g(d₁) = {number(metric('raw_g_first'))}, "
-        f"half-width {raw}, (p_S, p_I) = ({number(metric('raw_p_similarity'))}, "
-        f"{number(metric('raw_p_identification'))}); the centred cosine g(d₁) = "
-        f"{number(metric('centred_g_first'))}, half-width {centred}, (p_S, p_I) = "
-        f"({number(metric('centred_p_similarity'))}, "
-        f"{number(metric('centred_p_identification'))}). Neither is the resolution alone: "
-        "centring subtracts the stimulus set's mean."
+        f"Side by side, {_form_words(words, 'raw')}; {_form_words(words, 'centred')}. Neither "
+        "is the resolution alone: centring subtracts the stimulus set's mean."
     ]
 
 
@@ -200,8 +251,8 @@ def _plane_lines(words: _SiteWords) -> list[str]:
     )
     return [
         f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
-        f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
-        f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        f"probability p_S {_is(words.shown('p_similarity'))} and an identification test with "
+        f"p_I {_is(words.shown('p_identification'))}{how} (1/2 is chance for both)"
         + (
             f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
             f"{number(metric('p_identification_theory'))})."

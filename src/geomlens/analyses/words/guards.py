@@ -266,8 +266,9 @@ def digit_split_years(result: Any) -> str | None:
         return None
     return (
         "Tokenizer artefact: this model's tokenizer writes a year as separate digits, so two "
-        "years that share their leading digits share tokens; g(d) jumps where those digits "
-        "change (every 100 years) and those jumps are not the model's sense of time."
+        "years that share their leading digits share tokens; g(d) swings where a shared digit "
+        "changes (every 10 years for the tens, every 100 for the hundreds), and those swings "
+        "are not the model's sense of time."
     )
 
 

@@ -63,6 +63,8 @@ def bounded_ball(result: Any, key: str) -> str | None:
     if math.isnan(censored) or censored == 0:
         return None
     bound = _site_metric(result, key, "mean_b_bound")
+    if not math.isfinite(bound):
+        return "unresolved (its half-width is not resolved, and no bound on ⟨b⟩ was measured)"
     if censored < 0:
         return f"≤ {number(bound)} (each ball holds its centre only: unresolved)"
     return f"≥ {number(bound)} (half-width beyond the stimulus range: unresolved)"
