@@ -103,7 +103,7 @@ def _shares(text: str) -> list[str]:
 
 #: Words after which a number is a cosine or a similarity (values in [−1, 1]).
 _COSINE = re.compile(
-    rf"(?:\bg\([^)]{{0,12}}\)|\bg\b(?: falls)? to|\bsimilarity|\bcosine(?: similarity)?)"
+    rf"(?:(?<![−-] )\bg\([^)]{{0,12}}\)|\bg\b(?: falls)? to|\bsimilarity|\bcosine(?: similarity)?)"
     rf"(?: of| is| =|:)?\s*({_NUMBER})(?![\d.]|\s*(?:%|years?|tokens?|bits|nats|rows|candidates))"
 )
 

@@ -107,7 +107,7 @@ def headline(result: Result) -> str:
         parts = []
         for name in names:
             key = f"{site}.{name}"
-            if key not in result.metrics or "_ci_" in name:
+            if key not in result.metrics or "_ci_" in name or _nan(result.metrics[key]):
                 continue
             text = f"{metric_name(name)} {metric_value(result, key)}"
             low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
@@ -117,6 +117,15 @@ def headline(result: Result) -> str:
                 )
             parts.append(text)
         return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
-    summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
-    shown = summary or list(result.metrics.items())
-    return "; ".join(f"{name} {number(value)}" for name, value in shown[:3]) or "no metrics"
+    summary = [k for k in result.metrics if k.startswith("summary.")]
+    shown = [k for k in summary or list(result.metrics) if "_ci_" not in k]
+    shown = [k for k in shown if not _nan(result.metrics[k])]
+    # Each in its spec's words through its guards, never its key ("logits.p_identification_n2").
+    return (
+        "; ".join(f"{metric_label(key, sites)} {metric_value(result, key)}" for key in shown[:3])
+        or "no metrics"
+    )
+
+
+def _nan(value: object) -> bool:
+    return isinstance(value, float) and value != value

@@ -22,7 +22,7 @@ def alpha_above_null(result: Any, key: str) -> str | None:
     null (where the result has one)."""
     alpha = _site_value(result, key, "alpha", "alpha")
     if math.isnan(alpha):
-        return "undefined (a difference vector vanishes, or no task defines it)"
+        return "not defined (a difference vector vanishes, or no task defines it)"
     p95 = _site_value(result, key, "alpha", "alpha_null_p95")
     if not math.isnan(p95) and alpha <= p95:
         return (
@@ -36,7 +36,7 @@ def corrected_defined(result: Any, key: str) -> str | None:
     """The corrected α needs two or more rows in every cell of some task."""
     value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
     if math.isnan(value):
-        return "undefined (no task has two or more rows in every cell: no split-half reliability)"
+        return "not defined (no task has two or more rows in every cell: no split-half reliability)"
     return None
 
 

@@ -12,7 +12,7 @@ from geomlens.formatting import number
 #: What each family of next-token losses is a loss of (the part of its key before the dot).
 LOSS_OF = {
     "fidelity": "on the concept words themselves (one to three tokens each, little context)",
-    "heldout": "on held-out paragraphs of the bundled corpus (Python standard-library docstrings)",
+    "heldout": "on held-out English (paragraphs of the bundled corpus)",
 }
 
 

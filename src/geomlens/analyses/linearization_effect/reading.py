@@ -38,7 +38,7 @@ def _loss_words(result: Result, family: str) -> str:
     metrics = result.metrics
     failed = loss_above_uniform(result, family)
     if failed is not None:
-        return f"the next-token loss {LOSS_OF[family]} is {failed}"
+        return failed
     return (
         f"the next-token loss {LOSS_OF[family]} goes from "
         f"{number(metrics.get(f'{family}.lm_loss_base', math.nan))} to "

@@ -48,8 +48,8 @@ def _interval_resolved(result: Any, key: str) -> str | None:
 
 
 #: (p_S, p_I) of two candidates: chance is 1/2, read within ± 1.96 standard errors (``_se``) or,
-#: for an exact enumeration, within :data:`~geomlens.analyses.words.guards.CHANCE_TOLERANCE`.
-AT_HALF = at_chance(0.5)
+#: for an exact enumeration (no sampling error, but a finite stimulus set), within ± 0.01.
+AT_HALF = at_chance(0.5, tolerance=0.01)
 
 
 def _form_at_chance(result: Any, key: str) -> str | None:

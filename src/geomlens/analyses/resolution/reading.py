@@ -13,15 +13,16 @@ from geomlens.analyses.words.metric_words import metric_refused, metric_value
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
     as_words,
+    interval,
     layer_label,
     missing,
     number,
     per_site,
+    regimes_spanned,
     share_percent,
 )
 from geomlens.formatting import distance_unit, quantity
 from geomlens.results import Result
-from geomlens.theory.resolution import regime as regime_of
 
 
 def _with_error(result: Result, key: str) -> str:
@@ -168,11 +169,10 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
         )
     elif not missing(metric("mean_b")):
         low, high = metric("mean_b_ci_low"), metric("mean_b_ci_high")
-        spanned = _regimes_spanned(low, high)
+        spanned = regimes_spanned(low, high)
         found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
-            f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
-            f"{shown('mean_b_ci_high')})"
+            f"of the stimuli (itself included) ({interval(low, high)})"
         )
         if len(spanned) > 1:
             lines.append(
@@ -196,13 +196,6 @@ def _is(shown: str) -> str:
     """``= value``, or ``is`` and a guard's words ("is below d₁ = 1 year (unresolved …)")."""
     worded = as_words(shown)
     return f"= {shown}" if worded == shown and not is_null(shown) else f"is {worded}"
-
-
-def _regimes_spanned(low: float, high: float) -> list[str]:
-    """The regimes a ⟨b⟩ interval reaches (one when it names a regime; none without one)."""
-    if missing(low) or missing(high):
-        return []
-    return list(dict.fromkeys([str(regime_of(low)), str(regime_of(high))]))
 
 
 def _form_words(words: _SiteWords, form: str) -> str:

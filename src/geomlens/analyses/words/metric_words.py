@@ -17,7 +17,7 @@ from typing import Any
 from geomlens.analyses.spec import MetricSpec
 from geomlens.formatting import distance_unit, human_name, layer_label, quantity, split_metric
 
-__all__ = ["METRIC_SUFFIXES", "derived_value", "metric_label", "metric_name", "metric_refused",
+__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "derived_value", "metric_label", "metric_name", "metric_refused",
            "metric_spec", "metric_unit", "metric_value"]  # fmt: skip
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
@@ -111,9 +111,22 @@ def metric_value(result: Any, key: str, digits: int = 3) -> str:
         refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
         if refused is not None:
             return refused
-        if spec.format is not None:  # the metric's spec says how it is written
+        if spec.format is not None and not _missing(value):  # the spec says how it is written
             return str(spec.format(value))
+    if _missing(value):  # never "undefined" or "nan" on a page
+        return NOT_MEASURED
     return quantity(value, metric_unit(key, result, sites), digits)
+
+
+#: The words of a metric the result does not hold, or holds as NaN.
+NOT_MEASURED = "not measured"
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return value is None or math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def metric_refused(result: Any, key: str) -> str | None:

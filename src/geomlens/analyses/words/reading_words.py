@@ -16,7 +16,7 @@ from geomlens.results import Result
 __all__ = [
     "SHARE_OF_FIRST_DROP", "across_texts_words", "as_words", "direction", "extremes",
     "human_name", "interval", "layer_label", "mean_of", "missing", "number", "per_site",
-    "percent", "ranked", "share_percent", "site_row",
+    "percent", "ranked", "regimes_spanned", "share_percent", "site_row",
 ]  # fmt: skip
 
 #: The share of g's first drop (1 − g(d₁)) that a change of text alone accounts for: a derived
@@ -136,3 +136,13 @@ def mean_of(rows: list[dict], column: str) -> float:
     values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
     values = [v for v in values if not math.isnan(v)]
     return sum(values) / len(values) if values else math.nan
+
+
+def regimes_spanned(low: float | None, high: float | None) -> list[str]:
+    """The resolution regimes (identification, trade-off, interference) a ⟨b⟩ interval
+    reaches: one when a regime may be named, more when it may not, none without an interval."""
+    from geomlens.theory.resolution import regime
+
+    if low is None or high is None or missing(low) or missing(high):
+        return []
+    return list(dict.fromkeys([str(regime(low)), str(regime(high))]))
