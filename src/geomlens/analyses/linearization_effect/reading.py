@@ -75,15 +75,22 @@ def reading(result: Result) -> list[str]:
     ]
     fidelity = _fidelity_phrase(result)
     where = layer_label(info.get("summary_site", "the summary site"))
+    site = info.get("summary_site", "")
     if _finite(metrics.get("summary.alpha_corrected_base")):
-        lines.append(
-            f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
-            + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
-            + "."
-        )
+        if _alpha_within_null(metrics, site):  # no shared direction: nothing to correct
+            lines.append(
+                f"At {where}, the noise-corrected α is not read: the raw α is within its "
+                "label-shuffle null before and after, so no shared direction is measured to "
+                "correct."
+            )
+        else:
+            lines.append(
+                f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
+                + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
+                + "."
+            )
     if "summary.alpha_base" in metrics:
         rows = metrics.get("summary.rows_per_cell", math.nan)
-        site = info.get("summary_site", "")
         within_null = _alpha_within_null(metrics, site)
         alpha_words = f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell " + (
             within_null if within_null else _change_words(metrics, "alpha", "n_tasks_alpha")
@@ -123,13 +130,20 @@ def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
     n = metrics.get(f"summary.{count}", metrics.get("summary.n_tasks", math.nan))
     up = metrics.get(f"summary.tasks_{column}_up", math.nan)
     down = n - up if _finite(n) and _finite(up) else math.nan
+    resolved = _finite(low) and _finite(high) and (low > 0 or high < 0)  # type: ignore[operator]
+    # The sets' directions are read only beside a resolved change: inside an interval that
+    # includes 0, "rises in 2 and falls in 2" is the noise the interval already describes.
+    counts = (
+        f"; it rises in {number(up)} and falls in {number(down)} of {number(n)} concept sets"
+        if resolved
+        else ""
+    )
     return (
         f"goes from {number(metrics[f'summary.{column}_base'])} to "
         f"{number(metrics[f'summary.{column}_linearized'])} (change "
         f"{number(metrics.get(f'summary.{column}_change', math.nan))}, {interval(low, high)} "
         f"from a paired bootstrap over tasks and contexts: "
-        f"{direction(low, high, 'the change')}); it rises in {number(up)} and falls in "
-        f"{number(down)} of {number(n)} concept sets"
+        f"{direction(low, high, 'the change')}){counts}"
     )
 
 
