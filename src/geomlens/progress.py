@@ -190,6 +190,11 @@ def counted() -> bool:
     return bool(_counts)
 
 
+def current_count() -> Count | None:
+    """The innermost open :func:`counting` block's count, or None."""
+    return _counts[-1] if _counts else None
+
+
 @contextlib.contextmanager
 def counting(what: str, total: float | None = None, unit: str = "") -> Iterator[Count]:
     """Within the block, the enclosing :func:`phase`'s progress lines report this count:

@@ -36,7 +36,7 @@ from geomlens.inputs.content_tokens import select_tokens, special_token_ids
 from geomlens.inputs.positions import max_positions
 from geomlens.models.adapter import Adapter
 from geomlens.models.fingerprint import weights_fingerprint
-from geomlens.progress import Count, counted, counting, say
+from geomlens.progress import Count, counting, current_count, say
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig, default_training
 from geomlens.sae.loading import read_sae_folder
@@ -180,8 +180,9 @@ def _content_tokens(
     # Inside training (train_sae's count of tokens trained on), that count is the phase's one:
     # a second count here would alternate with it, its target changing from chunk to chunk.
     read: Any
-    if counted():
-        read = contextlib.nullcontext(Count("", None, ""))
+    inside = current_count()
+    if inside is not None:  # the tokens kept count toward training's target (read, then trained)
+        read = contextlib.nullcontext(inside)
     elif limit is None:
         read = counting("read through the model for the SAE", len(rows), "rows")
     else:
@@ -203,7 +204,7 @@ def _content_tokens(
             )
             kept = activation[selection.content.to(activation.device)]
             kept_so_far += len(kept)
-            count.add(int(mask.shape[0]) if limit is None else len(kept))
+            count.add(int(mask.shape[0]) if limit is None and inside is None else len(kept))
             yield kept.detach().to("cpu", torch.float32)
     watch.raise_if_any()
 
@@ -244,13 +245,13 @@ def train_sae(
     config = config or default_training(adapter.is_causal_lm)[0]
     torch.manual_seed(config.seed)
     # Named before it starts: on a CPU it is the longest step of a report (minutes).
+    trained = config.tokens * config.passes
     say(
-        f"training an SAE on {layer_label(site)}: {config.tokens * config.passes:,} token "
-        "activations (the longest step on a CPU) …"
+        f"training an SAE on {layer_label(site)} (the longest step on a CPU): reading "
+        f"{config.tokens:,} token activations through the model, then training on {trained:,}; "
+        f"the count below is both together ({config.tokens + trained:,}) …"
     )
-    with counting(
-        "token activations read and trained on", config.tokens * config.passes, ""
-    ) as count:
+    with counting("token activations read, then trained on", config.tokens + trained, "") as count:
         return _train(adapter, site, data, config, count)
 
 
