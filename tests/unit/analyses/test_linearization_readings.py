@@ -55,7 +55,7 @@ def test_a_loss_below_the_uniform_guess_is_read_with_its_reference():
 
 
 def test_the_held_out_loss_is_read_when_the_concept_word_loss_is_refused():
-    """Issue 34, item 2: the section's held-out English loss (4.65 → 8.70 nats, both under its
+    """The section's held-out English loss (4.65 → 8.70 nats, both under its
     own ln V) was hidden behind "the measurement failed" about the concept words' 13.1 nats."""
     result = summary(
         lm_loss_base=13.1, lm_loss_linearized=14.39, lm_loss_change=1.29, lm_loss_uniform=10.8

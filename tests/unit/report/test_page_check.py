@@ -7,8 +7,8 @@ import pytest
 
 from geomlens.report.page_check import problems, prose
 
-#: Sentences from pages that bypassed the guards (issue 34's list), each with the rule that
-#: must catch it.
+#: Sentences from pages that bypassed the guards (the default and quick pages' worst), each
+#: with the rule that must catch it.
 PLANTED = [
     (
         "The same stimulus in another text has similarity −0.253: the text alone accounts for "
