@@ -101,9 +101,10 @@ def _shares(text: str) -> list[str]:
     return [m.group(0) for m in re.finditer(rf"({_NUMBER})\s*%", text) if _value(m.group(1)) > 100]
 
 
-#: Words after which a number is a cosine or a similarity (values in [−1, 1]).
+#: Words after which a number is a cosine, a similarity or an abstraction α (a mean cosine):
+#: values in [−1, 1].
 _COSINE = re.compile(
-    rf"(?:(?<![−-] )\bg\([^)]{{0,12}}\)|\bg\b(?: falls)? to|\bsimilarity|\bcosine(?: similarity)?)"
+    rf"(?:(?<![−-] )\bg\([^)]{{0,12}}\)|\bg\b(?: falls)? to|\bsimilarity|\bcosine(?: similarity)?|α(?: corrected for noise)?)"
     rf"(?: of| is| =|:)?\s*({_NUMBER})(?![\d.]|\s*(?:%|years?|tokens?|bits|nats|rows|candidates))"
 )
 

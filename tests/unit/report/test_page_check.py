@@ -16,6 +16,7 @@ PLANTED = [
         "share over 100 %",
     ),
     ("g(d₁) = 1.14 at the first distance.", "cosine outside [−1, 1]"),
+    ("Corrected for noise, α is 1.05 (95 % interval 0.803 to 1.37).", "cosine outside [−1, 1]"),
     ("At layer 29 g falls to −1.53 already at the nearest distance.", "cosine outside [−1, 1]"),
     (
         "Side by side, the raw cosine gives half-width 96.4 years, (p_S, p_I) = (0.5, 0.501).",

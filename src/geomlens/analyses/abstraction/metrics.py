@@ -40,12 +40,24 @@ def corrected_defined(result: Any, key: str) -> str | None:
     return None
 
 
+def corrected_a_cosine(result: Any, key: str) -> str | None:
+    """The corrected α is a mean cosine divided by a reliability: above 1 (or below −1) the
+    correction overshoots on these rows, and no cosine has that value."""
+    value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
+    if math.isfinite(value) and abs(value) > 1.0:
+        return (
+            f"not read: {number(value)} is outside [−1, 1], where a cosine lies (the noise "
+            "correction overshoots on these rows)"
+        )
+    return None
+
+
 METRIC_SPECS: tuple[M, ...] = (
     M(
         "alpha_corrected",
         "abstraction α corrected for noise (independent of the rows per cell)",
         headline=True,
-        guards=(corrected_defined,),
+        guards=(corrected_defined, corrected_a_cosine),
     ),
     M("alpha_corrected_ci_low", headline=True),
     M("alpha_corrected_ci_high", headline=True),

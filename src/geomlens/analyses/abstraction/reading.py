@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+from geomlens.analyses.words.metric_words import metric_refused
 from geomlens.analyses.words.reading_words import (
     extremes,
     interval,
     layer_label,
+    missing,
     number,
     per_site,
     ranked,
@@ -87,6 +89,15 @@ def _intervals(
 def _corrected_lines(result: Result, corrected: dict[str, float]) -> list[str]:
     """The noise-corrected α: the highest layer only when its interval lies above every other
     layer's; otherwise the range, with no layer named."""
+    readable = {
+        s: v for s, v in corrected.items() if not metric_refused(result, f"{s}.alpha_corrected")
+    }
+    if corrected and not readable and any(not missing(v) for v in corrected.values()):
+        why = str(metric_refused(result, f"{extremes(corrected)[0]}.alpha_corrected"))
+        return [
+            f"Corrected for noise, α is not read at any layer ({why.removeprefix('not read: ')})."
+        ]
+    corrected = readable
     top, bottom = extremes(corrected)
     if not top:
         return []

@@ -77,7 +77,18 @@ def reading(result: Result) -> list[str]:
     where = layer_label(info.get("summary_site", "the summary site"))
     site = info.get("summary_site", "")
     if _finite(metrics.get("summary.alpha_corrected_base")):
-        if _alpha_within_null(metrics, site):  # no shared direction: nothing to correct
+        overshoot = [
+            metrics[f"summary.alpha_corrected_{c}"]
+            for c in ("base", "linearized")
+            if abs(metrics.get(f"summary.alpha_corrected_{c}", 0.0)) > 1.0
+        ]
+        if overshoot:  # a cosine divided by a reliability, past where any cosine lies
+            lines.append(
+                f"At {where}, the noise-corrected α is not read: {number(overshoot[0])} is "
+                "outside [−1, 1], where a cosine lies (the noise correction overshoots on these "
+                "rows)."
+            )
+        elif _alpha_within_null(metrics, site):  # no shared direction: nothing to correct
             lines.append(
                 f"At {where}, the noise-corrected α is not read: the raw α is within its "
                 "label-shuffle null before and after, so no shared direction is measured to "
