@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -121,6 +122,13 @@ def test_report_is_never_silent_for_more_than_ten_seconds(tmp_path):
     text = "\n".join(line for _, line in pieces)
     assert "pass 1 of" in text and "drawing the figures" in text
     assert "pass/s" not in text, "no bar counting passes (its ETA would be false)"
+    assert "geomlens: plan: load the model, run its 2 analyses" in text, "the plan comes first"
+    assert "passes planned: 1." in text or "pass planned: 1." in text
+    for line in text.splitlines():  # no count above its target
+        counted = re.search(r": ([\d,]+) of ([\d,]+) ", line)
+        if counted:
+            done, total = (int(g.replace(",", "")) for g in counted.groups())
+            assert done <= total, line
 
 
 def test_a_count_never_passes_its_target():
