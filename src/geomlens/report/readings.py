@@ -11,7 +11,12 @@ with none, a plain list of its main metrics. Headlines are the metrics whose spe
 from __future__ import annotations
 
 from geomlens.analyses.declaration import Declaration
-from geomlens.analyses.words.metric_words import metric_label, metric_name, metric_value
+from geomlens.analyses.words.metric_words import (
+    metric_label,
+    metric_name,
+    metric_refused,
+    metric_value,
+)
 from geomlens.analyses.words.reading_words import per_site
 from geomlens.formatting import layer_label, number
 from geomlens.results import Result
@@ -111,7 +116,8 @@ def headline(result: Result) -> str:
                 continue
             text = f"{metric_name(name)} {metric_value(result, key)}"
             low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
-            if low in result.metrics and high in result.metrics:
+            refused = metric_refused(result, key) is not None  # its interval is not read either
+            if low in result.metrics and high in result.metrics and not refused:
                 text += (
                     f" (95 % interval {metric_value(result, low)} to {metric_value(result, high)})"
                 )
