@@ -150,7 +150,11 @@ class Count:
         self.started = time.monotonic()
 
     def add(self, amount: float) -> None:
+        """Count ``amount`` more; the count stops at its target (a last batch that overshoots
+        it is not shown as "5,868 of 5,000")."""
         self.done += amount
+        if self.total:
+            self.done = min(self.done, float(self.total))
 
     def eta(self, now: float | None = None) -> float | None:
         """Seconds left at the average rate since the count began (None before any count,
@@ -178,6 +182,17 @@ class Count:
 
 #: Open counts, innermost last.
 _counts: list[Count] = []
+
+
+def counted() -> bool:
+    """Whether a :func:`counting` block is open: an inner step then adds to that count rather
+    than opening its own (two counts whose targets alternate read as a target that changes)."""
+    return bool(_counts)
+
+
+def current_count() -> Count | None:
+    """The innermost open :func:`counting` block's count, or None."""
+    return _counts[-1] if _counts else None
 
 
 @contextlib.contextmanager

@@ -98,3 +98,10 @@ def test_list_without_plugins_names_every_built_in():
 
 def test_the_heavy_import_check_sees_a_planted_import():
     assert "torch" in _heavy_imports(["--help"], before="import torch")
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda path: " ".join(path) or "geomlens")
+def test_a_flag_is_shown_as_a_flag_not_as_taking_a_value(path):
+    """`--quick <bool>` read as if --quick took a value; a flag is shown bare."""
+    shown = CliRunner().invoke(app, [*path, "--help"], env=WIDE).output
+    assert "<bool>" not in shown, shown

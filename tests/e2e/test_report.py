@@ -602,3 +602,31 @@ def test_the_page_shows_no_code_identifiers_or_markup(quick_report, tmp_path):
 
 def test_the_identifier_check_sees_a_planted_identifier():
     assert IDENTIFIER.findall("layer 3 (hook_resid_post), random tokens") == ["hook_resid_post"]
+
+
+def test_the_quick_page_passes_the_page_checker(quick_report):
+    """Every sentence of the quick page (MiniLM and the causal-LM section) goes through its
+    metric's guards: no share over 100 %, no cosine outside [−1, 1], no at-chance accuracy read
+    as a number, no identifier, "undefined", "nan" or Python list in prose."""
+    from geomlens.report.page_check import problems
+
+    found = problems(quick_report.index.read_text(encoding="utf-8"))
+    assert not found, "\n".join(str(p) for p in found)
+
+
+def test_from_rerenders_the_quick_page_without_a_model(quick_report, tmp_path, monkeypatch):
+    """`geomlens report --from DIR --out NEW` draws the same page from the saved results, and
+    loads no model to do it."""
+    import geomlens.models.attach as attach
+    from geomlens.report.page_check import prose
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("--from loaded a model")
+
+    monkeypatch.setattr(attach, "load", no_model)
+    out = tmp_path / "again"
+    ran = CliRunner().invoke(app, ["report", "--from", str(quick_report.folder), "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    before = prose(quick_report.index.read_text(encoding="utf-8"))
+    after = prose((out / "index.html").read_text(encoding="utf-8"))
+    assert after == before

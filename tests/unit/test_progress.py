@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -121,3 +122,28 @@ def test_report_is_never_silent_for_more_than_ten_seconds(tmp_path):
     text = "\n".join(line for _, line in pieces)
     assert "pass 1 of" in text and "drawing the figures" in text
     assert "pass/s" not in text, "no bar counting passes (its ETA would be false)"
+    assert "geomlens: plan: load the model, run its 2 analyses" in text, "the plan comes first"
+    assert "passes planned: 1." in text or "pass planned: 1." in text
+    for line in text.splitlines():  # no count above its target
+        counted = re.search(r": ([\d,]+) of ([\d,]+) ", line)
+        if counted:
+            done, total = (int(g.replace(",", "")) for g in counted.groups())
+            assert done <= total, line
+
+
+def test_a_count_never_passes_its_target():
+    """A last batch that overshoots the target is counted up to it: never "5,868 of 5,000"."""
+    count = progress.Count("content tokens read", 5000, "")
+    count.add(4975)
+    count.add(893)
+    assert count.done == 5000
+    assert count.words().startswith("5,000 of 5,000") and "(100 %)" in count.words()
+
+
+def test_an_inner_step_adds_to_the_open_count_rather_than_opening_its_own():
+    """SAE training counts tokens trained on; the chunks it reads inside must not alternate a
+    second count (with another target) with it."""
+    assert not progress.counted()
+    with progress.counting("token activations read and trained on", 100, ""):
+        assert progress.counted()
+    assert not progress.counted()

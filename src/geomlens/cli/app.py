@@ -1,6 +1,26 @@
 """The ``geomlens`` Typer app itself; the command modules add their commands to it."""
 
+from typing import Any
+
 import typer
+from typer.core import TyperOption
+
+
+def _flags_shown_as_flags() -> None:
+    """``--help`` shows a flag as a flag: Typer writes "<bool>" beside every boolean option
+    (``--quick <bool>``), as if it took a value."""
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "geomlens_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag and self.metavar is None else shown(self, ctx)
+
+    display_type_rich.geomlens_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_shown_as_flags()
 
 app = typer.Typer(
     help="Representation-geometry analyses for any Hugging Face model, with theory curves.",

@@ -49,6 +49,23 @@ def print_summary(report) -> None:
         lines(section.outcomes)
 
 
+def rerender(source: Path, out: Path | None) -> None:
+    """``geomlens report --from DIR --out NEW``: the page of ``DIR`` drawn again into ``NEW``."""
+    from geomlens.cli.errors import one_line_errors
+    from geomlens.report.saved import render_saved_report
+
+    if out is None:
+        typer.echo("--from needs --out: the new folder the page is re-rendered into.", err=True)
+        raise typer.Exit(code=2)
+    started = time.perf_counter()
+    with one_line_errors():
+        report = render_saved_report(source, out)
+    typer.echo(f"wrote {report.index} from {source} ({time.perf_counter() - started:.0f} s)")
+    if report.problems:
+        typer.secho("the page has problems: " + "; ".join(report.problems), fg="red", err=True)
+        raise typer.Exit(code=1)
+
+
 def report_command(
     model: ModelOption = DEFAULT_MODEL,
     backend: BackendOption = DEFAULT_BACKEND,
@@ -80,8 +97,19 @@ def report_command(
             "when no --model or --analysis is given); 'none' leaves the section out.",
         ),
     ] = None,
+    from_: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Re-render the page of this report folder from its saved results into --out "
+            "(no model is loaded; the other options are not used).",
+        ),
+    ] = None,
 ) -> None:
     """Run every built-in analysis on the model and write a web page of the results."""
+    if from_ is not None:
+        rerender(from_, out)
+        return
     from geomlens.analyses.registry import builtin_analyses
     from geomlens.cli.errors import check_batch_size, check_positive, check_seed, one_line_errors
     from geomlens.report.causal_lm import section_model

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from geomlens.analyses.words.guards import AT_CHANCE, at_chance
+from geomlens.analyses.words.metric_words import metric_refused
+from geomlens.analyses.words.reading_words import interval, regimes_spanned
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.report.readings import layer_label, number, per_site
 from geomlens.results import Result
@@ -173,9 +175,9 @@ def _plane_words(
     if all(chance(source, f"{last}.{n}") for n in ("p_similarity", "p_identification")):
         return [
             intro,
-            f"The last site, {layer_label(last)}, is at chance on both tests (p_S "
-            f"{number(p_s[last])}, p_I {number(p_i[last])}, each 95 % interval containing 1/2): "
-            f"{AT_CHANCE}. Its place on the front and a regime are not read.",
+            f"The last site, {layer_label(last)}, is at chance on both tests (each 95 % "
+            f"interval of p_S and p_I contains 1/2): {AT_CHANCE}. Its place on the front and a "
+            "regime are not read.",
         ]
     position = resolution.nearest_on_front(p_s[last], p_i[last], front)
     words = [
@@ -186,6 +188,15 @@ def _plane_words(
     ]
     mean_b = source.metrics.get(f"{last}.mean_b", math.nan)
     if not math.isnan(mean_b):
+        low = source.metrics.get(f"{last}.mean_b_ci_low", math.nan)
+        high = source.metrics.get(f"{last}.mean_b_ci_high", math.nan)
+        spanned = regimes_spanned(low, high)
+        if len(spanned) > 1:
+            words.append(
+                f"Its ⟨b⟩ = {number(mean_b)} at the fitted half-width ({interval(low, high)}) "
+                f"spans the {' and '.join(spanned)} regimes, so no regime is named."
+            )
+            return words
         agreement = source.metrics.get(f"{last}.regime_agreement", math.nan)
         sure = (
             ""
@@ -194,9 +205,7 @@ def _plane_words(
         )
         words.append(
             f"Its regime is read from ⟨b⟩ = {number(mean_b)} at the fitted half-width "
-            f"(interval {number(source.metrics.get(f'{last}.mean_b_ci_low', math.nan))} to "
-            f"{number(source.metrics.get(f'{last}.mean_b_ci_high', math.nan))}): "
-            f"{resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
+            f"({interval(low, high)}): {resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
         )
     return words
 
@@ -288,11 +297,18 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
     axes.set_ylabel("bits per token")
     axes.legend(fontsize=8)
     save_figure(figure, path)
+    saturated = metric_refused(source, f"{site}.bound")
+    reached = (
+        f"With this run's pool and losses it reaches that line at N* = {number(crossing)} "
+        f"sequences; this run used N = {number(known['N'])}."
+        if saturated is None
+        else "This run's pool is saturated, so the curve drawn from it (and its N*) says "
+        "nothing about the model and is not read."
+    )
     words = [
         "The bound certifies the model's loss on new text from its sparse proxy; it shrinks like "
         "1/√N with the number of held-out sequences N and is useful once below log2 V.",
-        f"With this run's pool and losses it reaches that line at N* = {number(crossing)} "
-        f"sequences; this run used N = {number(known['N'])}.",
+        reached,
     ]
     return TheoryFigure("Sparse semantic dimension bound", path.name, words)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.registry import analysis_class
 from geomlens.analyses.words.metric_words import (
+    NOT_MEASURED,
     metric_label,
     metric_name,
     metric_spec,
@@ -97,7 +98,10 @@ def cell_text(result: Any, key: str) -> str:
     sites = readings.result_sites(result)
     spec = metric_spec(split_metric(key, sites)[1], result.analysis)
     refused = spec.blocked(result, key) if spec is not None else None
-    return refused if refused is not None else number(result.metrics[key], 3)
+    if refused is not None:
+        return refused
+    value = result.metrics[key]
+    return NOT_MEASURED if value is None or value != value else number(value, 3)
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:

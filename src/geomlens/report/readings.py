@@ -11,7 +11,12 @@ with none, a plain list of its main metrics. Headlines are the metrics whose spe
 from __future__ import annotations
 
 from geomlens.analyses.declaration import Declaration
-from geomlens.analyses.words.metric_words import metric_label, metric_name, metric_value
+from geomlens.analyses.words.metric_words import (
+    metric_label,
+    metric_name,
+    metric_refused,
+    metric_value,
+)
 from geomlens.analyses.words.reading_words import per_site
 from geomlens.formatting import layer_label, number
 from geomlens.results import Result
@@ -107,16 +112,26 @@ def headline(result: Result) -> str:
         parts = []
         for name in names:
             key = f"{site}.{name}"
-            if key not in result.metrics or "_ci_" in name:
+            if key not in result.metrics or "_ci_" in name or _nan(result.metrics[key]):
                 continue
             text = f"{metric_name(name)} {metric_value(result, key)}"
             low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
-            if low in result.metrics and high in result.metrics:
+            refused = metric_refused(result, key) is not None  # its interval is not read either
+            if low in result.metrics and high in result.metrics and not refused:
                 text += (
                     f" (95 % interval {metric_value(result, low)} to {metric_value(result, high)})"
                 )
             parts.append(text)
         return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
-    summary = [(k, v) for k, v in result.metrics.items() if k.startswith("summary.")]
-    shown = summary or list(result.metrics.items())
-    return "; ".join(f"{name} {number(value)}" for name, value in shown[:3]) or "no metrics"
+    summary = [k for k in result.metrics if k.startswith("summary.")]
+    shown = [k for k in summary or list(result.metrics) if "_ci_" not in k]
+    shown = [k for k in shown if not _nan(result.metrics[k])]
+    # Each in its spec's words through its guards, never its key ("logits.p_identification_n2").
+    return (
+        "; ".join(f"{metric_label(key, sites)} {metric_value(result, key)}" for key in shown[:3])
+        or "no metrics"
+    )
+
+
+def _nan(value: object) -> bool:
+    return isinstance(value, float) and value != value

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geomlens.analyses.registry import analysis_class, builtin_analyses
-from geomlens.progress import phase, showing_progress
+from geomlens.progress import phase, say, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
     QUICK_CAUSAL_LM_ROWS,
@@ -35,6 +35,7 @@ from geomlens.report.plan import (
     plan_passes,
     planned_name,
 )
+from geomlens.report.saved import REPORT_FORMAT
 from geomlens.results import Result
 from geomlens.run_defaults import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 
@@ -169,10 +170,19 @@ def run_analyses(
     seed: int = 0,
     progress: bool = True,
     quick_rows: int = QUICK_ROWS,
+    section: str = "",
 ) -> tuple[list[Outcome], list[ReportPass]]:
     """Plan the passes and run them; one :class:`Outcome` per analysis, in ``names`` order
-    (names, analyses built with options, or (analysis, data): see :func:`plan_passes`)."""
+    (names, analyses built with options, or (analysis, data): see :func:`plan_passes`).
+    ``section``: the words its progress lines begin with (the causal-LM section's passes are
+    not a second "pass 1 of 4" of the encoder's)."""
     passes, failures = plan_passes(adapter, names, quick=quick, quick_rows=quick_rows)
+    where = f"{section}: " if section else ""
+    with showing_progress(progress):
+        say(
+            f"{where}{len(passes)} pass{'' if len(passes) == 1 else 'es'} planned: "
+            + "; ".join(f"{i + 1}. {', '.join(p.names)}" for i, p in enumerate(passes))
+        )
     run_options = {
         "batch_size": batch_size,
         "max_length": max_length,
@@ -183,7 +193,7 @@ def run_analyses(
     for index, report_pass in enumerate(passes):
         # A line per pass, no bar: passes differ too much in cost for a count to give an ETA.
         what = (
-            f"pass {index + 1} of {len(passes)}: {', '.join(report_pass.names)} "
+            f"{where}pass {index + 1} of {len(passes)}: {', '.join(report_pass.names)} "
             f"on {len(report_pass.dataset):,} rows"
         )
         try:
@@ -272,6 +282,7 @@ def run_causal_lm_section(
         seed=seed,
         progress=progress,
         quick_rows=QUICK_CAUSAL_LM_ROWS,
+        section=f"causal-LM section on {section.model}",
     )
     after_seconds: dict[str, float] = {}
     for spec, outcome in zip(CAUSAL_LM_ANALYSES, section.outcomes):
@@ -342,6 +353,18 @@ def build_report(
     )
     started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
+    section_lm = section_model(model, analyses, causal_lm)
+    with showing_progress(progress):
+        say(
+            f"plan: load the model, run its {len(names)} analyses (fused into passes by their "
+            "data)"
+            + (
+                f", then the causal-LM section's {len(CAUSAL_LM_ANALYSES)} analyses on {section_lm}"
+                if section_lm is not None
+                else ""
+            )
+            + ", then draw the figures and write the page"
+        )
     with showing_progress(progress), phase("loading the model"):
         if model is None or isinstance(model, (str, Path)):
             adapter = load(model, backend=backend, device=device)
@@ -358,7 +381,6 @@ def build_report(
         progress=progress,
     )
     encoder_seconds = time.perf_counter() - started - load_seconds
-    section_lm = section_model(model, analyses, causal_lm)
     section = None
     if section_lm is not None:
         section = run_causal_lm_section(
@@ -372,6 +394,7 @@ def build_report(
             progress=progress,
         )
     provenance: dict[str, Any] = {
+        "report_format": REPORT_FORMAT,
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
         "model": adapter.describe(),

@@ -10,6 +10,7 @@ kept in a cache (:mod:`geomlens.sae.cache`) and reused.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -28,13 +29,14 @@ from sae_lens.training.sae_trainer import SAETrainer
 
 from geomlens.atomic_files import atomic_write_text
 from geomlens.data.dataset import Dataset, as_dataset
+from geomlens.formatting import layer_label
 from geomlens.hooks.finite_check import NonFiniteWatch
 from geomlens.inputs.batches import DEFAULT_BATCH_SIZE, captured_batches, dataset_batches
 from geomlens.inputs.content_tokens import select_tokens, special_token_ids
 from geomlens.inputs.positions import max_positions
 from geomlens.models.adapter import Adapter
 from geomlens.models.fingerprint import weights_fingerprint
-from geomlens.progress import Count, counting
+from geomlens.progress import Count, counting, current_count, say
 from geomlens.sae.cache import cache_entry, check_entry, publish_folder
 from geomlens.sae.config import TrainingConfig, default_training
 from geomlens.sae.loading import read_sae_folder
@@ -175,7 +177,13 @@ def _content_tokens(
     # A chunk is read whole before training takes a token from it (the causal-LM recipe reads
     # all its tokens at once: minutes): progress lines count its rows (or the tokens, when a
     # limit ends it first), with an ETA.
-    if limit is None:
+    # Inside training (train_sae's count of tokens trained on), that count is the phase's one:
+    # a second count here would alternate with it, its target changing from chunk to chunk.
+    read: Any
+    inside = current_count()
+    if inside is not None:  # the tokens kept count toward training's target (read, then trained)
+        read = contextlib.nullcontext(inside)
+    elif limit is None:
         read = counting("read through the model for the SAE", len(rows), "rows")
     else:
         read = counting("content tokens read through the model for the SAE", limit, "")
@@ -196,7 +204,7 @@ def _content_tokens(
             )
             kept = activation[selection.content.to(activation.device)]
             kept_so_far += len(kept)
-            count.add(int(mask.shape[0]) if limit is None else len(kept))
+            count.add(int(mask.shape[0]) if limit is None and inside is None else len(kept))
             yield kept.detach().to("cpu", torch.float32)
     watch.raise_if_any()
 
@@ -236,9 +244,14 @@ def train_sae(
     site = adapter.resolve_site(site)  # an unknown site fails here, before any forward pass
     config = config or default_training(adapter.is_causal_lm)[0]
     torch.manual_seed(config.seed)
-    with counting(
-        "token activations read and trained on", config.tokens * config.passes, ""
-    ) as count:
+    # Named before it starts: on a CPU it is the longest step of a report (minutes).
+    trained = config.tokens * config.passes
+    say(
+        f"training an SAE on {layer_label(site)} (the longest step on a CPU): reading "
+        f"{config.tokens:,} token activations through the model, then training on {trained:,}; "
+        f"the count below is both together ({config.tokens + trained:,}) …"
+    )
+    with counting("token activations read, then trained on", config.tokens + trained, "") as count:
         return _train(adapter, site, data, config, count)
 
 

@@ -181,4 +181,4 @@ def test_guards_refuse_alpha_inside_its_null_and_an_undefined_corrected_alpha():
     assert specs["alpha_corrected"].blocked(shared, "x.alpha_corrected") is None
     one_row = run(*planted_cells(0.5, 1))
     words = specs["alpha_corrected"].blocked(one_row, "x.alpha_corrected")
-    assert words is not None and "undefined" in words
+    assert words is not None and "not defined" in words

@@ -111,7 +111,7 @@ def test_a_statistic_from_too_few_pairs_says_its_count():
 def test_digit_split_years_are_named_for_a_model_that_splits_them():
     years = Result("resolution", provenance={"data": "Years 1500–2000", "years_digit_tokens": True})
     words = digit_split_years(years)
-    assert words is not None and "every 100 years" in words
+    assert words is not None and "every 10 years" in words
     assert digit_split_years(Result("resolution", provenance={"data": "Years 1500–2000"})) is None
     assert digit_split_years(Result("resolution", provenance={"data": "colours"})) is None
 

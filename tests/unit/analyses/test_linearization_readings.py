@@ -36,8 +36,9 @@ def test_a_loss_above_the_uniform_guess_is_flagged_not_read():
         lm_loss_base=13.1, lm_loss_linearized=14.39, lm_loss_change=1.29, lm_loss_uniform=uniform
     )
     text = " ".join(reading(result))
-    assert "uniform-guess loss 10.8" in text and "measurement failed" in text
-    assert "changes by" not in text
+    assert "next-token loss on the concept words themselves" in text
+    assert "uniform-guess loss of the same predictions (10.8 nats" in text and "not read" in text
+    assert "goes from 13.1" not in text
     specs = {spec.name: spec for spec in METRIC_SPECS}
     words = specs["lm_loss_change"].blocked(result, "fidelity.lm_loss_change")
     assert words is not None and "uniform-guess" in words
@@ -48,11 +49,39 @@ def test_a_loss_below_the_uniform_guess_is_read_with_its_reference():
         lm_loss_base=4.65, lm_loss_linearized=8.70, lm_loss_change=4.05, lm_loss_uniform=10.8
     )
     text = " ".join(reading(result))
-    assert "changes by 4.05 nats (from 4.65 nats; a uniform guess scores 10.8)" in text
+    assert "goes from 4.65 to 8.7 nats (a uniform guess over the vocabulary scores 10.8)" in text
     specs = {spec.name: spec for spec in METRIC_SPECS}
     assert specs["lm_loss_change"].blocked(result, "fidelity.lm_loss_change") is None
 
 
-def test_the_reading_says_how_many_sets_fell():
-    text = " ".join(reading(summary(output_embedding_cosine=0.5)))
+def test_the_held_out_loss_is_read_when_the_concept_word_loss_is_refused():
+    """The section's held-out English loss (4.65 → 8.70 nats, both under its
+    own ln V) was hidden behind "the measurement failed" about the concept words' 13.1 nats."""
+    result = summary(
+        lm_loss_base=13.1, lm_loss_linearized=14.39, lm_loss_change=1.29, lm_loss_uniform=10.8
+    )
+    result.metrics.update(
+        {
+            "heldout.lm_loss_base": 4.65,
+            "heldout.lm_loss_linearized": 8.70,
+            "heldout.lm_loss_change": 4.05,
+            "heldout.uniform_loss": 10.8,
+            "heldout.vocab_size": 49152.0,
+        }
+    )
+    text = " ".join(reading(result))
+    held_out = "on held-out English (paragraphs of the bundled corpus) goes from 4.65 to 8.7 nats"
+    assert held_out in text
+    assert "not read: the model's next-token loss on the concept words themselves" in text
+    specs = {spec.name: spec for spec in METRIC_SPECS}
+    assert specs["lm_loss_change"].blocked(result, "heldout.lm_loss_change") is None
+    assert specs["lm_loss_change"].blocked(result, "fidelity.lm_loss_change") is not None
+
+
+def test_the_reading_says_how_many_sets_fell_beside_a_resolved_change_only():
+    result = summary(output_embedding_cosine=0.5)
+    unresolved = " ".join(reading(result))  # its interval, −0.08 to 0.01, includes 0
+    assert "rises in" not in unresolved and "not resolved" in unresolved
+    result.metrics["summary.alpha_change_ci_high"] = -0.01
+    text = " ".join(reading(result))
     assert "rises in 1 and falls in 14 of 15" in text

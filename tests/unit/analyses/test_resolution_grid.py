@@ -226,7 +226,7 @@ def test_raw_and_centred_similarities_are_reported_side_by_side():
     similarities = {r["similarity"] for r in result.tables["by_similarity"]}
     assert similarities == {"cosine", "centred-cosine"}
     words = " ".join(read(result))
-    assert "the raw cosine gives g(d₁)" in words and "the centred cosine g(d₁)" in words
+    assert "the raw cosine gives g(d₁)" in words and "the centred cosine gives g(d₁)" in words
 
 
 # -- 6. Bootstrap size and Monte-Carlo error -------------------------------------------------------

@@ -120,7 +120,7 @@ def shuffled_results(minilm):
     data = _shuffled_concepts()
     planned = [
         (plan.build_analysis(name, True, minilm), data, "shuffled concepts")
-        for name in ("abstraction", "ccgp")
+        for name in ("abstraction", "ccgp", "linearization-effect")
     ]
     outcomes, _ = run_analyses(minilm, planned, quick=True, seed=0, progress=False)
     assert not [o.error for o in outcomes if o.error]
@@ -136,3 +136,5 @@ def test_every_reading_on_shuffled_concepts_is_null(shuffled_results):
     assert not problems, "\n".join(problems)
     assert "no shared direction is measured" in words["abstraction"]
     assert "at chance: nothing measured here" in words["ccgp"]
+    assert "its change is not read" in words["linearization-effect"], words
+    assert "CCGP is at chance before and after" in words["linearization-effect"], words

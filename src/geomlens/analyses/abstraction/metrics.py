@@ -23,7 +23,7 @@ def alpha_above_null(result: Any, key: str) -> str | None:
     null (where the result has one)."""
     alpha = _site_value(result, key, "alpha", "alpha")
     if math.isnan(alpha):
-        return "undefined (a difference vector vanishes, or no task defines it)"
+        return "not defined (a difference vector vanishes, or no task defines it)"
     p95 = _site_value(result, key, "alpha", "alpha_null_p95")
     if not math.isnan(p95) and alpha <= p95:
         return (
@@ -38,8 +38,20 @@ def corrected_defined(result: Any, key: str) -> str | None:
     value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
     if math.isnan(value):
         return (
-            "undefined (no task has two or more rows in every cell, or every such task's "
-            "reliability is below 0.2: too low to correct; see alpha_corrected_undefined)"
+            "not defined (no task has two or more rows in every cell, or every such task's "
+            "reliability is below 0.2: too low to correct)"
+        )
+    return None
+
+
+def corrected_a_cosine(result: Any, key: str) -> str | None:
+    """The corrected α is a mean cosine divided by a reliability: above 1 (or below −1) the
+    correction overshoots on these rows, and no cosine has that value."""
+    value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
+    if math.isfinite(value) and abs(value) > 1.0:
+        return (
+            f"not read: {number(value)} is outside [−1, 1], where a cosine lies (the noise "
+            "correction overshoots on these rows)"
         )
     return None
 
@@ -49,7 +61,7 @@ METRIC_SPECS: tuple[M, ...] = (
         "alpha_corrected",
         "abstraction α corrected for noise (independent of the rows per cell)",
         headline=True,
-        guards=(corrected_defined,),
+        guards=(corrected_defined, corrected_a_cosine),
     ),
     *interval_ends("alpha_corrected", headline=True),
     M(

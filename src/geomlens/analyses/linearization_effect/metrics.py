@@ -9,28 +9,46 @@ from typing import Any
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.formatting import number
 
+#: What each family of next-token losses is a loss of (the part of its key before the dot).
+LOSS_OF = {
+    "fidelity": "on the concept words themselves (one to three tokens each, little context)",
+    "heldout": "on held-out English (paragraphs of the bundled corpus)",
+}
 
-def loss_above_uniform(result: Any) -> str | None:
-    """Words for a next-token loss above the uniform-guess loss ln V (a model that predicts
-    worse than guessing: a failure of the measurement, never a reading), or None."""
+
+def uniform_loss_of(metrics: Any, family: str) -> float:
+    """ln V of the predictions of the losses of ``family``: the uniform-guess loss recorded
+    beside them (``<family>.lm_loss_uniform`` or ``<family>.uniform_loss``)."""
+    for name in ("lm_loss_uniform", "uniform_loss"):
+        value = metrics.get(f"{family}.{name}")
+        if value is not None and not math.isnan(value):
+            return float(value)
+    return math.nan
+
+
+def loss_above_uniform(result: Any, family: str = "fidelity") -> str | None:
+    """Words for a next-token loss of ``family`` (``fidelity``: on the concept words;
+    ``heldout``: on held-out paragraphs) above the uniform-guess loss ln V of the same
+    predictions (a model that predicts worse than guessing), or None. The words name what the
+    loss is a loss of."""
     metrics = result.metrics
-    uniform = metrics.get("fidelity.lm_loss_uniform")
-    if uniform is None or math.isnan(uniform):
+    uniform = uniform_loss_of(metrics, family)
+    if math.isnan(uniform):
         return None
     for condition in ("base", "linearized"):
-        loss = metrics.get(f"fidelity.lm_loss_{condition}")
+        loss = metrics.get(f"{family}.lm_loss_{condition}")
         if loss is not None and not math.isnan(loss) and loss > uniform:
             which = "the model's" if condition == "base" else "the linearised model's"
             return (
-                f"not read: {which} next-token loss {number(loss)} nats is above the "
-                f"uniform-guess loss {number(uniform)} nats (ln of the vocabulary), so the "
-                "measurement failed"
+                f"not read: {which} next-token loss {LOSS_OF.get(family, '')} is above the "
+                f"uniform-guess loss of the same predictions ({number(uniform)} nats, ln of the "
+                "vocabulary), so it measures no fidelity"
             )
     return None
 
 
 def _loss_guard(result: Any, key: str) -> str | None:
-    return loss_above_uniform(result)
+    return loss_above_uniform(result, key.split(".", 1)[0] if "." in key else "fidelity")
 
 
 METRIC_SPECS: tuple[M, ...] = (
@@ -42,6 +60,7 @@ METRIC_SPECS: tuple[M, ...] = (
     M("ccgp_linearized", headline=True),
     M("alpha", "abstraction α"),
     M("ccgp", "CCGP"),
+    M("lm_loss_base", "next-token loss, original model", unit="nats", guards=(_loss_guard,)),
     M("lm_loss_change", "next-token loss change", unit="nats", guards=(_loss_guard,)),
     M("lm_loss_linearized", "next-token loss, linearised", unit="nats", guards=(_loss_guard,)),
     M("lm_loss_uniform", "uniform-guess next-token loss (ln of the vocabulary)", unit="nats"),

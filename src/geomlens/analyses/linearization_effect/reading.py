@@ -8,7 +8,7 @@ from geomlens.analyses.words.guards import probe_at_chance
 from geomlens.analyses.words.reading_words import direction, interval, layer_label, number
 from geomlens.results import Result
 
-from .metrics import loss_above_uniform
+from .metrics import LOSS_OF, loss_above_uniform, uniform_loss_of
 
 #: CCGP before and after, each refused within the range coin flips reach on its test rows.
 _CCGP_AT_CHANCE = {condition: probe_at_chance(condition) for condition in ("base", "linearized")}
@@ -32,22 +32,34 @@ def _alpha_within_null(metrics: dict[str, float], site: str) -> str | None:
     )
 
 
+def _loss_words(result: Result, family: str) -> str:
+    """The next-token loss of ``family`` before and after, naming what it is a loss of and
+    beside the uniform-guess loss of the same predictions; its guard's words when refused."""
+    metrics = result.metrics
+    failed = loss_above_uniform(result, family)
+    if failed is not None:
+        return failed
+    return (
+        f"the next-token loss {LOSS_OF[family]} goes from "
+        f"{number(metrics.get(f'{family}.lm_loss_base', math.nan))} to "
+        f"{number(metrics.get(f'{family}.lm_loss_linearized', math.nan))} nats (a uniform guess "
+        f"over the vocabulary scores {number(uniform_loss_of(metrics, family))})"
+    )
+
+
 def _fidelity_phrase(result: Result) -> str:
     metrics = result.metrics
-    failed = loss_above_uniform(result)
-    if failed is not None:
-        return f"the fidelity cost is {failed}"
+    if "heldout.lm_loss_base" in metrics:  # the section's held-out loss: the cost that matters
+        return _loss_words(result, "heldout") + (
+            f"; {_loss_words(result, 'fidelity')}" if "fidelity.lm_loss_base" in metrics else ""
+        )
+    if "fidelity.lm_loss_base" in metrics:
+        return _loss_words(result, "fidelity")
     if "fidelity.output_embedding_cosine" in metrics:
         return (
             f"the linearised model's output embedding keeps a cosine of "
             f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
             "(1 = unchanged)"
-        )
-    if "fidelity.lm_loss_change" in metrics:
-        return (
-            f"the next-token loss changes by {number(metrics['fidelity.lm_loss_change'])} nats "
-            f"(from {number(metrics.get('fidelity.lm_loss_base', math.nan))} nats; a uniform "
-            f"guess scores {number(metrics.get('fidelity.lm_loss_uniform', math.nan))})"
         )
     return "its fidelity cost was not measured"
 
@@ -57,21 +69,39 @@ def reading(result: Result) -> list[str]:
     info = (result.tables.get("linearization") or [{}])[0]
     mode = info.get("mode", result.config.get("mode", "identity"))
     lines = [
-        f"The MLP nonlinearity of layer(s) {info.get('layers', '?')} is replaced by its linear "
+        f"The MLP nonlinearity of {_layers_words(info.get('layers'))} is replaced by its linear "
         f"version ({mode}) and α and CCGP are measured again; the theory predicts that a "
         "nonlinearity attenuates abstraction, so linearising should raise α."
     ]
     fidelity = _fidelity_phrase(result)
     where = layer_label(info.get("summary_site", "the summary site"))
+    site = info.get("summary_site", "")
     if _finite(metrics.get("summary.alpha_corrected_base")):
-        lines.append(
-            f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
-            + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
-            + "."
-        )
+        overshoot = [
+            metrics[f"summary.alpha_corrected_{c}"]
+            for c in ("base", "linearized")
+            if abs(metrics.get(f"summary.alpha_corrected_{c}", 0.0)) > 1.0
+        ]
+        if overshoot:  # a cosine divided by a reliability, past where any cosine lies
+            lines.append(
+                f"At {where}, the noise-corrected α is not read: {number(overshoot[0])} is "
+                "outside [−1, 1], where a cosine lies (the noise correction overshoots on these "
+                "rows)."
+            )
+        elif _alpha_within_null(metrics, site):  # no shared direction: nothing to correct
+            lines.append(
+                f"At {where}, the noise-corrected α is not read: the raw α is within its "
+                "label-shuffle null before and after, so no shared direction is measured to "
+                "correct."
+            )
+        else:
+            lines.append(
+                f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
+                + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
+                + "."
+            )
     if "summary.alpha_base" in metrics:
         rows = metrics.get("summary.rows_per_cell", math.nan)
-        site = info.get("summary_site", "")
         within_null = _alpha_within_null(metrics, site)
         alpha_words = f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell " + (
             within_null if within_null else _change_words(metrics, "alpha", "n_tasks_alpha")
@@ -111,11 +141,28 @@ def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
     n = metrics.get(f"summary.{count}", metrics.get("summary.n_tasks", math.nan))
     up = metrics.get(f"summary.tasks_{column}_up", math.nan)
     down = n - up if _finite(n) and _finite(up) else math.nan
+    resolved = _finite(low) and _finite(high) and (low > 0 or high < 0)  # type: ignore[operator]
+    # The sets' directions are read only beside a resolved change: inside an interval that
+    # includes 0, "rises in 2 and falls in 2" is the noise the interval already describes.
+    counts = (
+        f"; it rises in {number(up)} and falls in {number(down)} of {number(n)} concept sets"
+        if resolved
+        else ""
+    )
     return (
         f"goes from {number(metrics[f'summary.{column}_base'])} to "
         f"{number(metrics[f'summary.{column}_linearized'])} (change "
         f"{number(metrics.get(f'summary.{column}_change', math.nan))}, {interval(low, high)} "
         f"from a paired bootstrap over tasks and contexts: "
-        f"{direction(low, high, 'the change')}); it rises in {number(up)} and falls in "
-        f"{number(down)} of {number(n)} concept sets"
+        f"{direction(low, high, 'the change')}){counts}"
     )
+
+
+def _layers_words(layers: object) -> str:
+    """``[4]`` → "layer 4"; ``[3, 4]`` → "layers 3 and 4" (never a Python list)."""
+    if not isinstance(layers, (list, tuple)) or not layers:
+        return "the linearised layers"
+    names = [str(layer) for layer in layers]
+    if len(names) == 1:
+        return f"layer {names[0]}"
+    return f"layers {', '.join(names[:-1])} and {names[-1]}"

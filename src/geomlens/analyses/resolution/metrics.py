@@ -9,7 +9,7 @@ from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.spec import interval_ends
-from geomlens.analyses.words.guards import resolved_scale
+from geomlens.analyses.words.guards import at_chance, resolved_scale
 from geomlens.analyses.words.scale_guards import (
     bounded_ball,
     floor_by_construction,
@@ -58,6 +58,27 @@ def valley_range(result: Any, key: str) -> str | None:
     return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: no point)"
 
 
+#: (p_S, p_I) of two candidates: chance is 1/2, read within ± 1.96 standard errors (``_se``) or,
+#: for an exact enumeration (no sampling error, but a finite stimulus set), within ± 0.01.
+AT_HALF = at_chance(0.5, tolerance=0.01)
+
+
+def _form_at_chance(result: Any, key: str) -> str | None:
+    """The half-width of one similarity form (``raw_`` / ``centred_``) inherits the verdict of
+    that form's tests: when p_S and p_I are both at chance, g measures nothing to halve."""
+    site, _, name = key.rpartition(".")
+    form = name.split("_", 1)[0]
+    if (
+        all(
+            AT_HALF(result, f"{site}.{form}_{test}") is not None
+            for test in ("p_similarity", "p_identification")
+        )
+        and f"{site}.{form}_p_similarity" in result.metrics
+    ):
+        return "at chance: this similarity's tests measure nothing, so its half-width is not read"
+    return None
+
+
 #: A scale with an interval: its own guards, then its interval's.
 SCALE_WITH_INTERVAL = (*SCALE, _interval_resolved)
 
@@ -76,13 +97,29 @@ METRIC_SPECS: tuple[M, ...] = (
     M("mean_b_grid_step", "change of ⟨b⟩ for one grid step of the half-width"),
     M("mean_b_fast", "⟨b⟩ at the fast scale", guards=(bounded_ball,)),
     M("mean_b_slow", "⟨b⟩ at the slow scale", guards=(bounded_ball,)),
-    M("p_similarity", "similarity accuracy p_S", headline=True),
-    M("p_identification", "identification accuracy p_I", headline=True),
+    M("p_similarity", "similarity accuracy p_S", headline=True, guards=(AT_HALF,)),
+    M("p_identification", "identification accuracy p_I", headline=True, guards=(AT_HALF,)),
+    M("raw_p_similarity", "p_S, raw cosine", guards=(AT_HALF,)),
+    M("raw_p_identification", "p_I, raw cosine", guards=(AT_HALF,)),
+    M("centred_p_similarity", "p_S, centred cosine", guards=(AT_HALF,)),
+    M("centred_p_identification", "p_I, centred cosine", guards=(AT_HALF,)),
     M("p_similarity_theory", "p_S of the fitted g", guards=(valley_range,)),
     M("p_identification_theory", "p_I of the fitted g", guards=(valley_range,)),
     M("front_distance", "distance to the universal front", headline=True),
-    M("raw_half_width", "half-width, raw cosine", "distance", headline=True, guards=SCALE),
-    M("centred_half_width", "half-width, centred cosine", "distance", headline=True, guards=SCALE),
+    M(
+        "raw_half_width",
+        "half-width, raw cosine",
+        "distance",
+        headline=True,
+        guards=(_form_at_chance, *SCALE),
+    ),
+    M(
+        "centred_half_width",
+        "half-width, centred cosine",
+        "distance",
+        headline=True,
+        guards=(_form_at_chance, *SCALE),
+    ),
     M("raw_g_first", "g(d₁), raw cosine"),
     M("centred_g_first", "g(d₁), centred cosine"),
     M("zero_crossing", "first distance where g < 0", "distance"),

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.metric_words import metric_value
+from geomlens.analyses.words.guards import digit_split_years, is_null
+from geomlens.analyses.words.metric_words import metric_refused, metric_value
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
+    as_words,
+    interval,
     layer_label,
     missing,
     number,
     per_site,
+    regimes_spanned,
     share_percent,
 )
 from geomlens.formatting import distance_unit, quantity
@@ -68,6 +72,14 @@ def reading(result: Result) -> list[str]:
         (r["family"] for r in result.tables.get("fits", []) if r["site"] == site and r["chosen"]),
         None,
     )
+    artefact = digit_split_years(result)
+    if artefact is not None:  # g(d) follows the tokenizer's digits, not the model's sense of time
+        return [
+            f"{artefact} So no resolution is read at {layer_label(site)}: its g(d₁), "
+            "half-width, ε and regime would describe the digits (the numbers are in the JSON).",
+            *_side_by_side_lines(words),
+            *_plane_lines(words),
+        ]
     return [
         *_grid_lines(words),
         *_range_lines(words),
@@ -170,11 +182,15 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
     if family == "two-scale":
         lines.append(
             f"One scale does not fit: {share_percent(metric('fast_share'))} of the fall happens "
-            f"on a fast scale ε_fast = {shown('epsilon_fast')}, the rest on ε."
+            f"on a fast scale ε_fast {_is(shown('epsilon_fast'))}, the rest on ε."
         )
     across = metric("g0_across_texts")
     if not missing(across) and not missing(metric("g_first")):
-        lines.append(across_texts_words(across, metric("g_first")))
+        lines.append(
+            across_texts_words(
+                words.result, words.site, metric("g_first"), (f"{words.site}.g_first",)
+            )
+        )
     offset = metric("offset")
     if not missing(offset) and offset < 0:
         lines.append(
@@ -193,21 +209,28 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
     regime = words.placement("regime")
     if regime == "unresolved":
         lines.append(
-            f"The regime is unresolved: ⟨b⟩ is {shown('mean_b')}, so no regime (and no "
+            f"The regime is unresolved: ⟨b⟩ is {as_words(shown('mean_b'))}, so no regime (and no "
             "bootstrap agreement) is read from it on this grid."
         )
     elif not missing(metric("mean_b")):
+        low, high = metric("mean_b_ci_low"), metric("mean_b_ci_high")
+        spanned = regimes_spanned(low, high)
         found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
-            f"of the stimuli (itself included) (interval {shown('mean_b_ci_low')} to "
-            f"{shown('mean_b_ci_high')}; one grid step of the half-width moves it between "
-            f"{number(metric('mean_b_grid_low'))} and {number(metric('mean_b_grid_high'))}, "
-            f"so its resolution is ± {number(metric('mean_b_grid_step'))})"
+            f"of the stimuli (itself included) ({interval(low, high)}; one grid step of the "
+            f"half-width moves it between {number(metric('mean_b_grid_low'))} and "
+            f"{number(metric('mean_b_grid_high'))}, so its resolution is ± "
+            f"{number(metric('mean_b_grid_step'))})"
         )
         if regime == "set by the grid":
             lines.append(
                 f"{found}: the regime is set by the grid (one grid step either way changes it), "
                 "so none is read."
+            )
+        elif len(spanned) > 1:
+            lines.append(
+                f"{found}: the interval spans the {' and '.join(spanned)} regimes, so no regime "
+                "is named."
             )
         else:
             lines.append(
@@ -216,26 +239,44 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
             )
     if family == "two-scale":
         lines.append(
-            f"At the two scales' half-widths ⟨b⟩ is {shown('mean_b_fast')} (fast) and "
-            f"{shown('mean_b_slow')} (slow)."
+            f"At the two scales' half-widths ⟨b⟩ is {as_words(shown('mean_b_fast'))} (fast) and "
+            f"{as_words(shown('mean_b_slow'))} (slow)."
         )
     return lines
 
 
+def _is(shown: str) -> str:
+    """``= value``, or ``is`` and a guard's words ("is below d₁ = 1 year (unresolved …)")."""
+    worded = as_words(shown)
+    return f"= {shown}" if worded == shown and not is_null(shown) else f"is {worded}"
+
+
+def _form_words(words: _SiteWords, form: str) -> str:
+    """One similarity form's (raw or centred cosine) g(d₁), half-width and (p_S, p_I), each
+    through its spec's guards: a form whose tests are at chance shows no half-width."""
+    site = words.site
+    refused = [
+        metric_refused(words.result, f"{site}.{form}_{name}")
+        for name in ("p_similarity", "p_identification")
+    ]
+    head = f"the {form} cosine gives g(d₁) = {number(words.metric(f'{form}_g_first'))}"
+    if all(refused):
+        return (
+            f"{head}, and its similarity and identification tests are at chance (nothing measured)"
+        )
+    return (
+        f"{head}, half-width {as_words(words.shown(f'{form}_half_width'))}, p_S "
+        f"{words.shown(f'{form}_p_similarity')} and p_I {words.shown(f'{form}_p_identification')}"
+    )
+
+
 def _side_by_side_lines(words: _SiteWords) -> list[str]:
     """The raw and the centred cosine's numbers side by side, where both were measured."""
-    metric = words.metric
-    raw, centred = words.shown("raw_half_width"), words.shown("centred_half_width")
     if f"{words.site}.raw_g_first" not in words.result.metrics:
         return []
     return [
-        f"Side by side, the raw cosine gives g(d₁) = {number(metric('raw_g_first'))}, "
-        f"half-width {raw}, (p_S, p_I) = ({number(metric('raw_p_similarity'))}, "
-        f"{number(metric('raw_p_identification'))}); the centred cosine g(d₁) = "
-        f"{number(metric('centred_g_first'))}, half-width {centred}, (p_S, p_I) = "
-        f"({number(metric('centred_p_similarity'))}, "
-        f"{number(metric('centred_p_identification'))}). Neither is the resolution alone: "
-        "centring subtracts the stimulus set's mean."
+        f"Side by side, {_form_words(words, 'raw')}; {_form_words(words, 'centred')}. Neither "
+        "is the resolution alone: centring subtracts the stimulus set's mean."
     ]
 
 
@@ -276,8 +317,8 @@ def _plane_lines(words: _SiteWords) -> list[str]:
     )
     return [
         f"Measured on the stimuli themselves, with no fit, a similarity test is passed with "
-        f"probability p_S = {number(metric('p_similarity'))} and an identification test with "
-        f"p_I = {number(metric('p_identification'))}{how} (1/2 is chance for both)"
+        f"probability p_S {_is(words.shown('p_similarity'))} and an identification test with "
+        f"p_I {_is(words.shown('p_identification'))}{how} (1/2 is chance for both)"
         + _theory_words(words),
         "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
         "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "

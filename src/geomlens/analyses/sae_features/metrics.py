@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from geomlens.analyses.spec import MetricSpec as M
 
 
@@ -16,19 +18,42 @@ def _active_latents(suffix: str, tokens: str) -> tuple[M, ...]:
     )
 
 
+#: How a quantity read from a saturated pool is refused (its words begin so).
+SATURATED = "not read: the pool is saturated"
+
+
+def pool_not_saturated(result: Any, key: str) -> str | None:
+    """Refuse SSD and everything derived from it (the bound U, N*) when the site's pool is
+    saturated (``<site>.pool_saturated``: within 5 % of the dictionary), which then says
+    nothing about the model."""
+    site = next(
+        (k[: -len(".pool_saturated")] for k in result.metrics
+         if k.endswith(".pool_saturated") and key.startswith(k[: -len("pool_saturated")])),
+        None,
+    )  # fmt: skip
+    if site is not None and result.metrics.get(f"{site}.pool_saturated"):
+        return (
+            f"{SATURATED} (the SAE fires nearly every latent), so this says nothing about the model"
+        )
+    return None
+
+
+#: SSD and the quantities computed from it.
+FROM_POOL = (pool_not_saturated,)
+
 METRIC_SPECS: tuple[M, ...] = (
     # k and AUROC the content way (special tokens and attention sinks left out, sae-lens's
     # way) are the headlines; the *_all values are in the result beside them (docs/sae.md).
     M("pool_size", "pool size P", "latents", headline=True),
     M("dictionary_size", "dictionary size m", "latents", headline=True),
-    M("ssd", "sparse semantic dimension", headline=True),
+    M("ssd", "sparse semantic dimension", headline=True, guards=FROM_POOL),
     M("mean_k_content.heldout", headline=True),
     M("auroc_content.random_tokens", headline=True),
     M("auroc_content.replaced_15pct", headline=True),
     M("auroc_content.python_source", headline=True),
     M("explained_variance", "SAE explained variance", headline=True),
-    M("bound", "generalisation bound U", "bits per token", headline=True),
-    M("n_star", "held-out sequences needed N*", "sequences"),
+    M("bound", "generalisation bound U", "bits per token", headline=True, guards=FROM_POOL),
+    M("n_star", "held-out sequences needed N*", "sequences", guards=FROM_POOL),
     M("eta", "pool mismatch η̂"),
     M("risk", "proxy risk", "bits per token"),
     M("vacuity_threshold", unit="bits per token"),

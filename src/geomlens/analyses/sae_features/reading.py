@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from geomlens.analyses.words.metric_words import metric_refused
 from geomlens.analyses.words.reading_words import human_name, layer_label, number, per_site
 from geomlens.results import Result
 
@@ -15,16 +16,22 @@ def reading(result: Result) -> list[str]:
         return []
     site = list(pool)[-1]
     metrics = result.metrics
-    lines = [
+    used = (
         f"At {layer_label(site)} the sparse autoencoder used {number(pool[site])} distinct "
-        f"latents on the calibration text (the pool, P); its sparse semantic dimension is "
-        f"SSD = {number(metrics.get(f'{site}.ssd', math.nan))}."
-    ]
+        "latents on the calibration text (the pool, P)"
+    )
     if metrics.get(f"{site}.pool_saturated"):
-        lines[-1] += (
-            f" That is within 5 % of the dictionary's {number(metrics[f'{site}.dictionary_size'])}"
-            " latents: the pool is saturated, and SSD then says nothing about the model."
-        )
+        lines = [
+            f"{used}, within 5 % of the dictionary's "
+            f"{number(metrics.get(f'{site}.dictionary_size'))} latents: the pool is saturated, "
+            "so its sparse semantic dimension SSD, and the bound computed from it, say nothing "
+            "about the model and are not read."
+        ]
+    else:
+        lines = [
+            f"{used}; its sparse semantic dimension is SSD = "
+            f"{number(metrics.get(f'{site}.ssd', math.nan))}."
+        ]
     lines.extend(_explosion_lines(metrics, site))
     if f"{site}.explained_variance" in metrics:
         lines.append(
@@ -35,7 +42,13 @@ def reading(result: Result) -> list[str]:
             f"{number(metrics.get(f'{site}.decoder_norm_spread', math.nan))} of their mean (the "
             "bound assumes unit norms)."
         )
-    lines.append(_bound_line(metrics, site))
+    if f"{site}.bound" in metrics and metric_refused(result, f"{site}.bound") is not None:
+        lines.append(
+            "The SSD generalisation bound U and the sample size N* are computed from the "
+            "saturated pool, so neither is read."
+        )
+    else:
+        lines.append(_bound_line(metrics, site))
     return lines
 
 

@@ -32,7 +32,7 @@ from geomlens.analyses.statistics.duplicates import refuse_duplicates
 from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
-from geomlens.formatting import distance_unit
+from geomlens.formatting import distance_unit, layer_label
 from geomlens.hooks.sites import LAST_LOGITS_SITE
 from geomlens.models.adapter import Adapter
 from geomlens.results import Result
@@ -213,7 +213,15 @@ class Similarity(Analysis, declaration=DECLARATION):
         else:
             figure, ax_g = plt.subplots(figsize=(6.5, 4))
         plot_profiles(ax_g, result.tables["g_of_d"], unit=distance_unit(result))
-        ax_g.set_ylabel(f"g(d) ({result.config.get('similarity', 'choice-based')})")
+        behavioural = (
+            result.config.get("mode") == "behavioural" or "choice_accuracy" in result.tables
+        )
+        # The quantity drawn, named: from choices it is a choice similarity, not a cosine.
+        ax_g.set_ylabel(
+            "g(d) measured from the model's choices (not a cosine)"
+            if behavioural
+            else f"g(d), {result.config.get('similarity', 'centred-cosine')} of the representations"
+        )
         figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}")
         figure.tight_layout()
         return figure
@@ -427,30 +435,38 @@ def plot_profiles(
     """g(d) per site, coloured from first to last layer, with ±1 SD bands (labelled as such);
     ``unit``: the stimuli's coordinate unit, for the distance axis."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
 
     sites = list(dict.fromkeys(r["site"] for r in rows))
     colours = plt.cm.viridis(np.linspace(0, 0.9, max(len(sites), 1)))
-    for site, colour in zip(sites, colours):
+    for number, (site, colour) in enumerate(zip(sites, colours)):
         mine = [r for r in rows if r["site"] == site]
         scale = (normalise or {}).get(site, 1.0)
         d = np.array([r["distance"] for r in mine])
         m = np.array([r["mean"] for r in mine]) / scale
         sd = np.array([r["std"] for r in mine]) / abs(scale)
-        ax.plot(d, m, "o", ms=2.5, color=colour, label=site)
-        ax.fill_between(d, m - sd, m + sd, color=colour, alpha=0.08, lw=0)
+        # The site in words (never its hook name): "layer 3", "output logits".
+        ax.plot(d, m, "o", ms=2.5, color=colour, label=layer_label(site).split(",")[0])
+        # The band labelled once, so any legend drawn later (resolution redraws it) names it.
+        band = BAND_LABEL if number == 0 else None
+        ax.fill_between(d, m - sd, m + sd, color=colour, alpha=0.08, lw=0, label=band)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel(f"stimulus distance d ({unit})" if unit else "stimulus distance d")
-    handles, labels = ax.get_legend_handles_labels()
-    handles.append(Patch(color="grey", alpha=0.25, lw=0))
-    ax.legend(handles, [*labels, BAND_LABEL], fontsize=6, ncol=2)
+    ax.legend(fontsize=6, ncol=2)
 
 
 def plot_choice_accuracy(ax: Any, rows: list[dict[str, Any]]) -> None:
+    """Accuracy of the model's choices against the number of candidates n (whole numbers on
+    the axis), with chance 1/n drawn: a point on that line measured nothing."""
+    counts = sorted({int(r["n"]) for r in rows})
     for test, marker in (("similarity", "o-"), ("identification", "s-")):
         mine = sorted((r for r in rows if r["test"] == test), key=lambda r: r["n"])
         if mine:
             ax.plot([r["n"] for r in mine], [r["accuracy"] for r in mine], marker, label=test)
-    ax.set_xlabel("candidates n")
-    ax.set_ylabel("measured accuracy (mean D of the right answer)")
-    ax.legend(fontsize=7)
+    if counts:
+        ax.plot(counts, [1.0 / n for n in counts], "k--", lw=0.8, label="chance, 1/n")
+        ax.set_xticks(counts)
+        ax.set_xlim(counts[0] - 0.5, counts[-1] + 0.5)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("candidates offered per trial, n")
+    ax.set_ylabel("accuracy of the model's choices (mean D of the right answer)")
+    ax.legend(fontsize=7, loc="upper right")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from geomlens.analyses.words.guards import digit_split_years
 from geomlens.analyses.words.reading_words import across_texts_words, layer_label, missing, number
 from geomlens.results import Result
 
@@ -23,10 +24,15 @@ def reading(result: Result) -> list[str]:
     ]
     if all(chance) and f"{site}.p_similarity" in result.metrics:
         return [
-            f"At {layer_label(site)} the model's choices are at chance on both tests (p_S "
-            f"{number(result.metrics[f'{site}.p_similarity'])}, p_I "
-            f"{number(result.metrics[f'{site}.p_identification'])} with two candidates, neither "
-            "95 % interval above 1/2): nothing measured here. g(d) from these choices is not read."
+            f"At {layer_label(site)} the model's choices are at chance on both tests (with two "
+            "candidates, neither 95 % interval of p_S and p_I lies above 1/2): nothing measured "
+            "here. g(d) from these choices is not read."
+        ]
+    artefact = digit_split_years(result)
+    if artefact is not None:
+        return [
+            f"{artefact} So g(d) at {layer_label(site)} is not read as the model's similarity of "
+            "the stimuli (its values are in the JSON)."
         ]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
     lines = [
@@ -37,7 +43,7 @@ def reading(result: Result) -> list[str]:
     ]
     across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
     if not missing(across):
-        lines.append(across_texts_words(across, nearest["mean"]))
+        lines.append(across_texts_words(result, site, nearest["mean"], (f"{site}.g_nearest",)))
     if crossing is not None:
         lines.append(
             f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "

@@ -82,11 +82,17 @@ CHANCE_TOLERANCE = 0.005
 
 
 def chance_interval(
-    result: Any, key: str, *, low: str = "_ci_low", high: str = "_ci_high", se: str = "_se"
+    result: Any,
+    key: str,
+    *,
+    low: str = "_ci_low",
+    high: str = "_ci_high",
+    se: str = "_se",
+    tolerance: float = CHANCE_TOLERANCE,
 ) -> tuple[float, float]:
     """The 95 % interval of metric ``key``: ``<key><low>`` to ``<key><high>`` when both are
     there, else the value ± 1.96 standard errors (``<key><se>``, when positive), else the value
-    ± :data:`CHANCE_TOLERANCE`; (NaN, NaN) for a missing value."""
+    ± ``tolerance`` (:data:`CHANCE_TOLERANCE`); (NaN, NaN) for a missing value."""
     lo, hi = _value(result, key + low), _value(result, key + high)
     if math.isfinite(lo) and math.isfinite(hi):
         return lo, hi
@@ -94,7 +100,7 @@ def chance_interval(
     if not math.isfinite(value):
         return math.nan, math.nan
     error = _value(result, key + se)
-    half = Z95 * error if math.isfinite(error) and error > 0 else CHANCE_TOLERANCE
+    half = Z95 * error if math.isfinite(error) and error > 0 else tolerance
     return value - half, value + half
 
 
@@ -105,6 +111,7 @@ def at_chance(
     high: str = "_ci_high",
     se: str = "_se",
     above: bool = False,
+    tolerance: float = CHANCE_TOLERANCE,
 ) -> Guard:
     """Refuse an accuracy whose 95 % interval contains ``chance`` (a number, or
     ``chance(result, key)``): "at chance: nothing measured here". The interval is
@@ -115,7 +122,7 @@ def at_chance(
 
     def guard(result: Any, key: str) -> str | None:
         level = chance(result, key) if callable(chance) else float(chance)
-        lo, hi = chance_interval(result, key, low=low, high=high, se=se)
+        lo, hi = chance_interval(result, key, low=low, high=high, se=se, tolerance=tolerance)
         if not math.isfinite(lo):
             return None
         return AT_CHANCE if lo <= level and (above or level <= hi) else None
@@ -266,8 +273,9 @@ def digit_split_years(result: Any) -> str | None:
         return None
     return (
         "Tokenizer artefact: this model's tokenizer writes a year as separate digits, so two "
-        "years that share their leading digits share tokens; g(d) jumps where those digits "
-        "change (every 100 years) and those jumps are not the model's sense of time."
+        "years that share their leading digits share tokens; g(d) swings where a shared digit "
+        "changes (every 10 years for the tens, every 100 for the hundreds), and those swings "
+        "are not the model's sense of time."
     )
 
 

@@ -11,13 +11,14 @@ metrics. What no single spec says: the endings that qualify a base metric
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from geomlens.analyses.spec import MetricSpec
 from geomlens.formatting import distance_unit, human_name, layer_label, quantity, split_metric
 
-__all__ = ["METRIC_SUFFIXES", "metric_label", "metric_name", "metric_spec", "metric_unit",
-           "metric_value"]  # fmt: skip
+__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "derived_value", "metric_label", "metric_name", "metric_refused",
+           "metric_spec", "metric_unit", "metric_value"]  # fmt: skip
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
 METRIC_SUFFIXES: dict[str, str] = {
@@ -110,6 +111,67 @@ def metric_value(result: Any, key: str, digits: int = 3) -> str:
         refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
         if refused is not None:
             return refused
-        if spec.format is not None:  # the metric's spec says how it is written
+        if spec.format is not None and not _missing(value):  # the spec says how it is written
             return str(spec.format(value))
+    if _missing(value):  # never "undefined" or "nan" on a page
+        return NOT_MEASURED
     return quantity(value, metric_unit(key, result, sites), digits)
+
+
+#: The words of a metric the result does not hold, or holds as NaN.
+NOT_MEASURED = "not measured"
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return value is None or math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def metric_refused(result: Any, key: str) -> str | None:
+    """The words of the first guard of ``key``'s metric spec that refuses it, or None (a key
+    with no spec, or one every guard passes)."""
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    spec = metric_spec(split_metric(key, sites)[1], str(getattr(result, "analysis", "") or ""))
+    return spec.blocked(result, key) if spec is not None else None
+
+
+@dataclass(frozen=True)
+class _WithDerived:
+    """A result seen with one derived quantity added to its metrics (what guards read)."""
+
+    analysis: str
+    metrics: dict[str, Any]
+    tables: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def derived_value(
+    result: Any, key: str, value: float, spec: MetricSpec, sources: tuple[str, ...] = ()
+) -> str:
+    """A quantity derived from metrics of ``result`` (a share, a difference, a ratio), written
+    as a metric is: through ``spec``'s format, unit and guards (``key``: the name it would
+    have, ``<site>.<spec.name>``). It inherits the verdict of the metrics it is derived from:
+    when a guard refuses one of ``sources``, those words (naming that metric) replace it."""
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    for source in sources:
+        refused = metric_refused(result, source)
+        if refused is not None:
+            name = metric_name(split_metric(source, sites)[1], str(result.analysis or ""))
+            return f"not read ({name}: {refused})"
+    view = _WithDerived(
+        str(getattr(result, "analysis", "") or ""),
+        {**result.metrics, key: value},
+        getattr(result, "tables", None) or {},
+        getattr(result, "provenance", None) or {},
+        getattr(result, "config", None) or {},
+    )
+    refused = spec.blocked(view, key)
+    if refused is not None:
+        return refused
+    if spec.format is not None:
+        return str(spec.format(value))
+    unit = distance_unit(result) if spec.unit == "distance" else spec.unit
+    return quantity(value, unit)

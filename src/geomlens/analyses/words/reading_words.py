@@ -5,14 +5,28 @@ analysis's internals, so it reads a result loaded back from JSON as well as a fr
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
+from geomlens.analyses.spec import MetricSpec
+from geomlens.analyses.words.guards import within
+from geomlens.analyses.words.metric_words import derived_value
 from geomlens.formatting import human_name, layer_label, number, percent
 from geomlens.results import Result
 
 __all__ = [
-    "across_texts_words", "direction", "extremes", "human_name", "interval", "layer_label", "mean_of",
-    "missing", "number", "per_site", "percent", "share_percent", "site_row",
+    "SHARE_OF_FIRST_DROP", "across_texts_words", "as_words", "direction", "extremes",
+    "human_name", "interval", "layer_label", "mean_of", "missing", "number", "per_site",
+    "percent", "ranked", "regimes_spanned", "share_percent", "site_row",
 ]  # fmt: skip
+
+#: The share of g's first drop (1 − g(d₁)) that a change of text alone accounts for: a derived
+#: quantity with its own spec, so a value outside [0, 1] is refused, never printed as a share.
+SHARE_OF_FIRST_DROP = MetricSpec(
+    "text_share_of_first_drop",
+    "share of the first drop the text alone accounts for",
+    format=lambda value: percent(value, 2),
+    guards=(within(0.0, 1.0, "a share"),),
+)
 
 
 def per_site(result: Result, metric: str) -> dict[str, float]:
@@ -34,19 +48,68 @@ def missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def across_texts_words(across: float, nearest: float) -> str:
-    """What g at d = 0 across texts says about the first drop of g."""
+def across_texts_words(
+    result: Result, site: str, nearest: float, sources: tuple[str, ...] = ()
+) -> str:
+    """What g at d = 0 across texts (``<site>.g0_across_texts``) says about the first drop of
+    g to ``nearest``: the text's share of that drop, through :data:`SHARE_OF_FIRST_DROP`'s
+    guards and those of ``sources`` (the metrics ``nearest`` comes from)."""
+    across_key = f"{site}.g0_across_texts"
+    across = float(result.metrics.get(across_key, math.nan))
     drop = 1.0 - nearest
-    share = (1.0 - across) / drop if drop > 0 else math.nan
-    return (
+    said = (
         f"The same stimulus in another text has similarity {number(across)} (d = 0 across "
-        f"texts, against 1 on the diagonal): the text alone accounts for about "
-        f"{number(100 * share, 2)} % of the drop to the nearest distance."
+        "texts, against 1 on the diagonal)"
     )
+    if missing(across) or missing(nearest) or drop <= 0:
+        return f"{said}; g does not drop by the nearest distance, so no share of it is read."
+    share = (1.0 - across) / drop
+    shown = derived_value(
+        result,
+        f"{site}.{SHARE_OF_FIRST_DROP.name}",
+        share,
+        SHARE_OF_FIRST_DROP,
+        (across_key, *sources),
+    )
+    if shown.startswith(("not read", "measurement failure")):
+        return (
+            f"{said}: less alike than two stimuli at the nearest distance in one text, so the "
+            f"text's part of the drop is not a share of it ({shown})."
+        )
+    return f"{said}: the text alone accounts for about {shown} of the drop to the nearest distance."
 
 
 def share_percent(share: float) -> str:
-    return "undefined" if missing(share) else f"{100 * share:.0f} %"
+    """A fraction as a whole percentage; a missing one or one outside [0, 1] (not a share) in
+    words, never "undefined" or a share over 100 %."""
+    if missing(share):
+        return "an unmeasured part"
+    if not 0.0 <= share <= 1.0:
+        return "an unreadable part (not a share: outside [0, 1])"
+    return f"{100 * share:.0f} %"
+
+
+def as_words(shown: str) -> str:
+    """A metric as :func:`~geomlens.analyses.words.metric_words.metric_value` shows it, to
+    follow "is": a guard's bound "< d₁ = 1 year (…)" reads "below d₁ = 1 year (…)", so no
+    sentence writes "= <"."""
+    for sign, words in (("<", "below"), (">", "above"), ("≤", "at most"), ("≥", "at least")):
+        if shown.startswith(sign):
+            return f"{words} {shown[len(sign) :].lstrip()}"
+    return shown
+
+
+def ranked(values: Mapping[str, float], intervals: Mapping[str, tuple[float, float]]) -> str:
+    """The site whose value is highest when its 95 % interval lies wholly above every other
+    site's interval; "" when the intervals overlap (no site may be named as the highest)."""
+    top, _ = extremes(dict(values))
+    if not top or top not in intervals:
+        return ""
+    low = intervals[top][0]
+    others = [hi for site, (_, hi) in intervals.items() if site != top and not missing(hi)]
+    if missing(low) or any(low <= high for high in others):
+        return ""
+    return top
 
 
 def site_row(result: Result, site: str) -> dict:
@@ -73,3 +136,13 @@ def mean_of(rows: list[dict], column: str) -> float:
     values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
     values = [v for v in values if not math.isnan(v)]
     return sum(values) / len(values) if values else math.nan
+
+
+def regimes_spanned(low: float | None, high: float | None) -> list[str]:
+    """The resolution regimes (identification, trade-off, interference) a ⟨b⟩ interval
+    reaches: one when a regime may be named, more when it may not, none without an interval."""
+    from geomlens.theory.resolution import regime
+
+    if low is None or high is None or missing(low) or missing(high):
+        return []
+    return list(dict.fromkeys([str(regime(low)), str(regime(high))]))

@@ -64,6 +64,8 @@ def bounded_ball(result: Any, key: str) -> str | None:
         return None
     own = result.metrics.get(f"{key}_bound")  # a scale's own bound (mean_b_fast, _slow)
     bound = float(own) if own is not None else _site_metric(result, key, "mean_b_bound")
+    if not math.isfinite(bound):
+        return "unresolved (its half-width is not resolved, and no bound on ⟨b⟩ was measured)"
     if censored < 0:
         return f"≤ {number(bound)} (each ball holds its centre only: unresolved)"
     return f"≥ {number(bound)} (half-width beyond the stimulus range: unresolved)"
