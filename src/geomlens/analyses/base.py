@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from geomlens.analyses.declaration import AnalysisConfig, Declaration
+from geomlens.analyses.declaration import option as option  # a public name here too
 from geomlens.analyses.option_types import check_option_types
 from geomlens.analyses.spec import Example, MetricSpec
 from geomlens.inputs.encoding import ModelInputs
