@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -83,9 +86,20 @@ def sweep_command(
         Path | None,
         typer.Option("--checkpoint", hidden=True, help="Not a sweep option (see --series)."),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Accepted and changes nothing: resuming is automatic (rerun the same command "
+            "into the same --out; only what is missing or changed is measured).",
+        ),
+    ] = False,
 ) -> None:
     """Run analyses on every checkpoint of a series; write Results, a trajectory table and
-    figures with the theory overlaid. A rerun measures only what is missing or changed.
+    figures with the theory overlaid.
+
+    Resuming is automatic: a rerun into the same --out (after Ctrl-C, a crash or new
+    checkpoints) measures only what is missing or changed; --force measures everything again.
 
     Under ``torchrun --nproc-per-node K -m geomlens sweep …`` the processes share the
     checkpoints and rank 0 writes the table (see docs/dynamics.md)."""
@@ -103,28 +117,20 @@ def sweep_command(
         options["site"] = site[0] if len(site) == 1 else list(site)
     import geomlens as gl
 
-    with one_line_errors(
-        interrupted=f"interrupted; the Results in {out} are whole, rerun to resume."
+    with (
+        one_line_errors(
+            interrupted=f"interrupted; the Results in {out} are whole, rerun to resume."
+        ),
+        _command_line_words(),
     ):
         import torch.distributed as dist
 
         if _world_size() > 1 and not dist.is_initialized():
             dist.init_process_group("nccl" if _cuda() else "gloo")
-        from geomlens.dynamics.series import REVISION_TABLES
-
-        names = (
-            revisions
-            if revisions is None or revisions in REVISION_TABLES
-            else [r.strip() for r in revisions.split(",") if r.strip()]
+        placement = _placement(device, dtype, device_map)
+        chosen = gl.series(
+            series, revisions=_revisions(revisions), backend=backend, select=select, **placement
         )
-        placement = {
-            k: v
-            for k, v in (("device", device), ("dtype", dtype), ("device_map", device_map))
-            if v is not None
-        }
-        if "device" in placement and "LOCAL_RANK" in os.environ and device == "cuda":
-            placement["device"] = f"cuda:{int(os.environ['LOCAL_RANK'])}"  # this rank's GPU
-        chosen = gl.series(series, revisions=names, backend=backend, select=select, **placement)
         if batch_size is not None:
             options["batch_size"] = batch_size
         loaded = None
@@ -143,14 +149,97 @@ def sweep_command(
         f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
         f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"
     )
-    exact = outcome.theory.get("exact")
-    if isinstance(exact, dict) and "alpha_max" in exact:
-        resolved = "resolved" if exact["peak_resolved"] else "not resolved by the checkpoints"
-        typer.echo(
-            f"exact theory: α_max {exact['alpha_max']:.4f} ({resolved}), α_∞ "
-            f"{exact['alpha_infinity']:.4f}, largest |measured − exact| "
-            f"{exact['max_abs_residual']:.2e}, clock ratio {exact['clock_ratio']:.4f}"
+    for line in summary_lines(outcome.theory, outcome.rows):
+        typer.echo(line)
+
+
+def _revisions(revisions: str | None) -> str | list[str] | None:
+    """--revisions: a table's name as it is, else the names separated by commas."""
+    from geomlens.dynamics.series import REVISION_TABLES
+
+    if revisions is None or revisions in REVISION_TABLES:
+        return revisions
+    return [r.strip() for r in revisions.split(",") if r.strip()]
+
+
+def _placement(device: str | None, dtype: str | None, device_map: str | None) -> dict[str, str]:
+    """The load options given (under torchrun, ``--device cuda`` is this rank's GPU)."""
+    placement = {
+        k: v
+        for k, v in (("device", device), ("dtype", dtype), ("device_map", device_map))
+        if v is not None
+    }
+    if "device" in placement and "LOCAL_RANK" in os.environ and device == "cuda":
+        placement["device"] = f"cuda:{int(os.environ['LOCAL_RANK'])}"  # this rank's GPU
+    return placement
+
+
+def summary_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """What the sweep's theory says in a few lines: the exact α's peak, α_∞ and residual (and
+    where the checkpoints miss the peak), the toy network's distance to its front, and the
+    checkpoints whose weights repeat an earlier one's."""
+    lines = []
+    exact = theory.get("exact")
+    blocks = (
+        [exact]
+        if isinstance(exact, dict) and "alpha_max" in exact
+        else list(exact.values())
+        if isinstance(exact, dict)
+        else []
+    )
+    for block in blocks[:1]:
+        resolved = "resolved" if block["peak_resolved"] else "not resolved by the checkpoints"
+        clock = block.get("clock_ratio")
+        lines.append(
+            f"exact theory: α_max {block['alpha_max']:.4f} at t = {block['peak_time']:.3g} "
+            f"({resolved}), α_∞ {block['alpha_infinity']:.4f}, largest |measured − exact| "
+            f"{block['max_abs_residual']:.2e}"
+            + (f", clock ratio {clock:.4f}" if clock is not None else "")
         )
+        if "peak_note" in block:
+            lines.append(block["peak_note"].split(";")[0])
+    toy = theory.get("toy_front")
+    if isinstance(toy, dict) and toy.get("points"):
+        points = toy["points"]
+        best = min(points, key=lambda p: p["front_distance"])
+        lines.append(
+            f"toy front: distance to the linear-decay front {points[0]['front_distance']:.4f} at "
+            f"{points[0]['checkpoint']} → {points[-1]['front_distance']:.4f} at "
+            f"{points[-1]['checkpoint']} (smallest {best['front_distance']:.4f} at "
+            f"{best['checkpoint']})"
+        )
+    twins = sorted({(r["checkpoint"], r["duplicate_of"]) for r in rows if r.get("duplicate_of")})
+    if twins:
+        shown = ", ".join(f"{a} = {b}" for a, b in twins[:4]) + (" …" if len(twins) > 4 else "")
+        lines.append(
+            f"{len(twins)} checkpoint(s) hold the same weights as an earlier one ({shown}): "
+            "flagged duplicate_of in the table, not counted as independent points"
+        )
+    return lines
+
+
+#: Python keywords of gl.sweep / gl.series that are options of `geomlens sweep`.
+_KEYWORD = re.compile(r"\b(revisions|time|theory|select|out|data|seed|site)=(?:'([^']*)'|(\w+))?")
+
+
+def _cli_words(message: str) -> str:
+    """A message of the Python API in the command line's words: ``time='step'`` → ``--time
+    step``, ``revisions=`` → ``--revisions``."""
+    return _KEYWORD.sub(
+        lambda m: (
+            f"--{m.group(1)}" + (f" {m.group(2) or m.group(3)}" if m.group(2) or m.group(3) else "")
+        ),
+        message,
+    )
+
+
+@contextlib.contextmanager
+def _command_line_words() -> Iterator[None]:
+    """Errors raised inside speak the command line's spelling (see :func:`_cli_words`)."""
+    try:
+        yield
+    except ValueError as error:
+        raise ValueError(_cli_words(str(error))) from error
 
 
 def _world_size() -> int:

@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 import time as clock
 import uuid
 from collections.abc import Mapping, Sequence
@@ -48,6 +49,8 @@ from geomlens.results import Result
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
 TIME_AXES = ("auto", "step", "lr-sum")
 FORMAT = 1
+#: Seconds per checkpoint past which the progress line names the analyses' cheaper options.
+SLOW_SECONDS = 2.0
 
 
 @dataclass
@@ -115,6 +118,7 @@ def sweep(
     folder = Path(out).expanduser() if out is not None else None
     if folder is not None:
         _check_out(folder, checkpoints)
+    _check_reachable(checkpoints, keys_of)
     rank, world = _process()
     if world > 1 and folder is None:
         raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
@@ -142,6 +146,7 @@ def sweep(
     results_by_label = _collect(folder, checkpoints, names, in_memory)
     rows, summary = _trajectory_rows(results_by_label, checkpoints, names, time, level, exact)
     seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
+    record["duplicates"] = checkpoints.duplicates()
     outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds, measured_by_all)
     if folder is not None:
         record.update(state="complete", theory=summary)
@@ -171,12 +176,23 @@ def _checkpoints_of(series: Any, backend: str | None, select: str | None, time: 
     checkpoints = series if isinstance(series, Series) else make_series(series, backend=backend)
     if select is not None:
         checkpoints = checkpoints.select(select)
-    if time == "lr-sum" and any(c.time is None for c in checkpoints):
-        raise ValueError(
-            "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
-            "experiment's run.json); use time='step'."
-        )
+    if time == "lr-sum":
+        checkpoints = checkpoints.with_lr_sum()
+        if any(c.time is None for c in checkpoints):
+            raise ValueError(
+                "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
+                "experiment's run.json, or Trainer folders whose trainer_state.json logs the "
+                "learning rate); use time='step'."
+            )
     return checkpoints
+
+
+def _check_reachable(checkpoints: Series, keys_of: _Keys) -> None:
+    """Resolve every hub revision's commit before sweep.json is written, so that a sweep that
+    cannot reach the hub (offline, a revision not in the cache) fails having written nothing."""
+    for checkpoint in checkpoints:
+        if checkpoint.kind == "hub":
+            keys_of.digest(checkpoint)
 
 
 def _cache_keys(
@@ -282,6 +298,7 @@ def _measure_all(
     from tqdm.auto import tqdm
 
     measured: list[tuple[str, list[str]]] = []
+    hinted = not show
     done = (
         0
         if force
@@ -294,7 +311,10 @@ def _measure_all(
         for checkpoint in checkpoints:
             keys = keys_of(checkpoint)
             missing = names if force else _missing(folder, checkpoint, names, keys, in_memory)
-            if not missing or not claims.take(checkpoint):
+            if not missing:
+                continue
+            if not claims.take(checkpoint):
+                bar.update(1)  # another rank measures it: the bar counts every rank's
                 continue
             started = clock.perf_counter()
             adapter = checkpoints.load(checkpoint)
@@ -326,10 +346,51 @@ def _measure_all(
             measured.append((checkpoint.label, list(missing)))
             del adapter
             bar.update(1)
-            bar.set_postfix_str(f"{clock.perf_counter() - started:.2f} s/checkpoint")
+            hinted = _show_speed(bar, clock.perf_counter() - started, hinted, names, configs)
     finally:
         bar.close()
     return measured
+
+
+def _show_speed(
+    bar: Any, seconds: float, hinted: bool, names: Sequence[str], configs: Mapping[str, Any]
+) -> bool:
+    """The seconds per checkpoint on the bar, and once (the first slow checkpoint) the
+    cheaper options; whether they have been named (or need not be)."""
+    bar.set_postfix_str(f"{seconds:.2f} s/checkpoint")
+    if hinted or seconds <= SLOW_SECONDS:
+        return hinted
+    hint = _cheaper_hint(names, configs)
+    if hint:
+        bar.write(f"{seconds:.1f} s per checkpoint; {hint}", file=sys.stderr)
+    return True
+
+
+def _cheaper_hint(names: Sequence[str], configs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The numeric options a ``--quick`` report sets lower than this sweep does (fewer bootstrap
+    draws, fewer samples), in the command line's words (None when there are none)."""
+    from geomlens.analyses.registry import declaration
+
+    cheaper = []
+    for name in names:
+        try:
+            quick = declaration(name).quick
+        except (KeyError, ImportError):
+            continue
+        for option, value in quick.items():
+            current = configs[name]["config"].get(option)
+            if _numeric(value) and _numeric(current) and current > value:
+                cheaper.append(f"--option {option}={value}")
+    if not cheaper:
+        return None
+    return (
+        f"cheaper: {' '.join(dict.fromkeys(cheaper))} (the settings of a --quick report; "
+        "Results already written are kept, a rerun with other options measures again)"
+    )
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _trajectory_rows(
@@ -343,10 +404,13 @@ def _trajectory_rows(
     """The long table's rows, in checkpoint then analysis order, and the theory summary; at
     level ``none`` the theory columns are emptied, and a toy front adds its own columns."""
     pairs = []
+    duplicates = checkpoints.duplicates()
     for checkpoint in checkpoints:
         for name in names:
             result = results_by_label[checkpoint.label][name]
-            pairs.append((_info(result, checkpoint, time), result))
+            info = _info(result, checkpoint, time)
+            info["duplicate_of"] = duplicates.get(checkpoint.label)
+            pairs.append((info, result))
     rows = table.build_rows(pairs, exact=exact, laws=level in ("laws", "exact"))
     if level == "none":
         for row in rows:
@@ -517,6 +581,7 @@ def _info(result: Result, checkpoint: Checkpoint, time: str) -> dict[str, Any]:
         "step": step,
         "time": shown,
         "clock": float(lr_sum) if lr_sum is not None else float(step),
+        "training": dict(checkpoint.training or {}),
     }
 
 
