@@ -705,7 +705,9 @@ def trainer_record(folder: Path, step: int) -> dict[str, float] | None:
             record[name] = float(logged[-1])
     rates = {int(e["step"]): float(e["learning_rate"]) for e in history
              if _finite(e.get("learning_rate"))}  # fmt: skip
-    if rates and step >= 1:
+    if step == 0:
+        record["lr_sum"] = 0.0  # no step taken yet
+    elif rates:
         known = sorted(rates)
         every = np.interp(np.arange(1, step + 1), known, [rates[k] for k in known])
         record["lr_sum"] = float(np.sum(every))
