@@ -718,18 +718,13 @@ def _experiment_training(
     entry: Mapping[str, Any], record: Mapping[str, Any]
 ) -> dict[str, float] | None:
     """The training record of an experiment's checkpoint from run.json (loss, Σ lr, the rate)."""
-    found: dict[str, float] = {}
-    if _finite(entry.get("loss")):
-        found["train_loss"] = float(entry["loss"])
-    if _finite(entry.get("lr_sum")):
-        found["lr_sum"] = float(entry["lr_sum"])
-    rate = (
-        record.get("config", {}).get("learning_rate")
-        if isinstance(record.get("config"), dict)
-        else None
-    )
-    if _finite(rate):
-        found["learning_rate"] = float(rate)
+    config = record.get("config")
+    sources: dict[str, Any] = {
+        "train_loss": entry.get("loss"),
+        "lr_sum": entry.get("lr_sum"),
+        "learning_rate": config.get("learning_rate") if isinstance(config, dict) else None,
+    }
+    found = {name: float(value) for name, value in sources.items() if _finite(value)}
     return found or None
 
 
