@@ -135,7 +135,7 @@ def _trajectories(axis: Any, rows: Sequence[Mapping[str, Any]], sites: Sequence[
         mine = [r for r in rows if r["site"] == site]
         for seed in seeds:
             times, values = _line(mine, seed)
-            axis.plot(times, values, "-", color=colour, lw=0.8 if several else 1.4,
+            axis.plot(times, values, ".-", ms=3, color=colour, lw=0.8 if several else 1.4,
                       alpha=0.3 if several else 1.0, label=None if several else site)  # fmt: skip
             ends = [r for r in mine if r["seed"] == seed and not r.get("duplicate_of")]
             if not several and ends and all(r["ci_low"] is not None for r in ends):
