@@ -208,6 +208,7 @@ def summary_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[st
             f"{points[-1]['checkpoint']} (smallest {best['front_distance']:.4f} at "
             f"{best['checkpoint']})"
         )
+    lines.extend(_stage_lines(theory, rows))
     twins = sorted({(r["checkpoint"], r["duplicate_of"]) for r in rows if r.get("duplicate_of")})
     if twins:
         shown = ", ".join(f"{a} = {b}" for a, b in twins[:4]) + (" …" if len(twins) > 4 else "")
@@ -216,6 +217,42 @@ def summary_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[st
             "flagged duplicate_of in the table, not counted as independent points"
         )
     return lines
+
+
+def _stage_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Each analysis's first headline curve at its last site: peak, plateau end, settling
+    (the mean over seeds where there are several), beside the exact theory's where known."""
+    from geomlens.dynamics.stages import stage_table
+    from geomlens.dynamics.trajectory import followed_metrics
+
+    chosen: dict[str, dict[str, Any]] = {}
+    for entry in stage_table(rows, theory):
+        order = followed_metrics(entry["analysis"])
+        rank = order.index(entry["metric"]) if entry["metric"] in order else len(order)
+        kept = chosen.get(entry["analysis"])
+        if kept is None or rank <= kept["rank"]:
+            chosen[entry["analysis"]] = {**entry, "rank": rank}
+    return [_stage_line(entry) for entry in chosen.values()]
+
+
+def _stage_line(entry: dict[str, Any]) -> str:
+    stages = entry.get("across_seeds") or next(iter(entry["seeds"].values()))
+
+    def at(name: str) -> str:
+        value = stages[name]["mean"] if "across_seeds" in entry else stages[name]
+        return "—" if value is None else f"{value:.3g}"
+
+    line = (
+        f"stages of {entry['metric']} at {entry['site']}: peak {at('peak_value')} at t = "
+        f"{at('peak_time')}, plateau ends {at('plateau_end')}, settles {at('settled_time')}"
+    )
+    known = entry.get("theory")
+    if known:
+        length = known["plateau_length"]
+        line += f" (exact: peak at t = {known['peak_time']:.3g}, plateau length " + (
+            f"{length:.3g})" if length is not None else "unbounded)"
+        )
+    return line
 
 
 #: Python keywords of gl.sweep / gl.series that are options of `geomlens sweep`.

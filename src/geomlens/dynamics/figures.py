@@ -68,6 +68,7 @@ def analysis_figure(outcome: Any, analysis: str, record: Mapping[str, Any]) -> A
                                height_ratios=(3, 1.3) if trained else None)  # fmt: skip
     left, right = figure.add_subplot(grid[0, 0]), figure.add_subplot(grid[0, 1])
     _trajectories(left, rows, sites)
+    _stage_marks(left, rows, record)
     _exact_overlay(left, rows, record, metric, sites)
     _time_axis(left, [r["time"] for r in rows], unit)
     left.set_ylabel(metric)
@@ -145,6 +146,37 @@ def _trajectories(axis: Any, rows: Sequence[Mapping[str, Any]], sites: Sequence[
         if several:
             _seed_mean(axis, mine, colour, site, len(seeds))
         _duplicate_marks(axis, mine, colour)
+
+
+#: How each stage is marked on its curve: (marker, legend words).
+STAGE_MARKS = {
+    "peak_time": ("*", "peak"),
+    "plateau_end": ("D", "plateau ends"),
+    "settled_time": ("s", "settles"),
+}
+
+
+def _stage_marks(axis: Any, rows: Sequence[Mapping[str, Any]], record: Mapping[str, Any]) -> None:
+    """Each site's peak, plateau end and settling time (the mean over seeds where there are
+    several) as black marks on its curve (``dynamics.stages``)."""
+    from geomlens.dynamics.stages import stage_table
+
+    labelled: set[str] = set()
+    for entry in stage_table(rows, record.get("theory", {})):
+        stages = entry.get("across_seeds") or next(iter(entry["seeds"].values()))
+        curve = sorted(
+            (r["time"], r["value"]) for r in rows
+            if r["site"] == entry["site"] and not r.get("duplicate_of")
+        )  # fmt: skip
+        times = sorted({t for t, _ in curve})
+        means = [np.mean([v for t, v in curve if t == moment]) for moment in times]
+        for name, (marker, words) in STAGE_MARKS.items():
+            moment = stages[name]["mean"] if "across_seeds" in entry else stages[name]
+            if moment is None:
+                continue
+            axis.plot([moment], [np.interp(moment, times, means)], marker, color="k", ms=5,
+                      mfc="white", zorder=5, label=None if words in labelled else words)  # fmt: skip
+            labelled.add(words)
 
 
 def _seed_mean(

@@ -71,6 +71,13 @@ class SweepResult:
     across_seeds: list[dict[str, Any]] = field(default_factory=list)
     measured_by_all: int = 0
 
+    @property
+    def stages(self) -> list[dict[str, Any]]:
+        """Each headline curve's peak, plateau and settling (``dynamics.stages``)."""
+        from geomlens.dynamics.stages import stage_table
+
+        return stage_table(self.rows, self.theory)
+
     def to_frame(self) -> Any:
         import pandas as pd
 
@@ -692,6 +699,7 @@ def _write_outputs(
         folder / "trajectory.json", json.dumps(document, indent=1, allow_nan=False) + "\n"
     )
     atomic_write_text(folder / "trajectory.csv", table.to_csv(outcome.rows))
+    record["stages"] = outcome.stages
     _write_json(folder / "sweep.json", record)
     if figures:
         from geomlens.dynamics.figures import draw_analysis

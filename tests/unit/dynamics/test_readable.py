@@ -273,3 +273,24 @@ def test_the_bar_counts_checkpoints_every_rank_measured(missed_peak, monkeypatch
     run = record_of(out)["series"]["source"]
     gl.sweep("abstraction", run, out=out, progress=True, force=True, **FAST)
     assert "4/4" in capsys.readouterr().err
+
+
+def test_stages_of_a_curve_and_over_seeds():
+    from geomlens.dynamics.stages import curve_stages, stage_table
+
+    times = [0, 1, 2, 3, 4, 5, 6, 7]
+    values = [0.0, 0.1, 0.9, 1.0, 0.97, 0.6, 0.52, 0.5]
+    found = curve_stages(times, values)
+    assert found["peak_time"] == 3 and found["peak_value"] == 1.0
+    assert found["plateau_start"] == 3 and found["plateau_end"] == 5  # level 0.95
+    assert found["settled_time"] == 6  # |0.52 − 0.5| ≤ 0.05, |0.6 − 0.5| > 0.05
+    outcome = table(DEPTH_FOUR[:1], range(0, 50, 10), seeds=(0, 1, 2))
+    for row in outcome.rows:  # a peak at step 20 for seeds 0 and 1, at step 30 for seed 2
+        row["value"] = 1.0 if row["step"] == (30 if row["seed"] == 2 else 20) else 0.5
+    (entry,) = stage_table(outcome.rows, {})
+    peak = entry["across_seeds"]["peak_time"]
+    assert peak["mean"] == pytest.approx(70 / 3) and peak["seeds"] == 3
+    assert 0 <= peak["ci_low"] < peak["mean"] < peak["ci_high"] <= 40
+    figure = analysis_figure(outcome, "abstraction", RECORD)
+    (mark,) = lines_labelled(figure.axes[0], "peak")
+    assert mark.get_xdata()[0] == pytest.approx(70 / 3)
