@@ -48,7 +48,11 @@ def sweep_command(
     ] = None,
     select: Annotated[
         str | None,
-        typer.Option("--select", help="Thin the series: log:N (log-spaced) or every:K."),
+        typer.Option(
+            "--select",
+            help="Thin the series: log:N (N checkpoints per seed spread evenly in log(1 + step), "
+            "all when fewer) or every:K.",
+        ),
     ] = None,
     site: Annotated[
         list[str] | None, typer.Option("--site", "-s", help="Site(s) to measure (repeatable).")
@@ -60,7 +64,14 @@ def sweep_command(
         str | None, typer.Option("--backend", help="transformer-lens or nnsight (default).")
     ] = None,
     theory: Annotated[str, typer.Option("--theory", help="auto, exact, laws or none.")] = "auto",
-    time: Annotated[str, typer.Option("--time", help="x axis: auto, step or lr-sum.")] = "auto",
+    time: Annotated[
+        str,
+        typer.Option(
+            "--time",
+            help="x axis: auto, step or lr-sum (Σ learning rate, from a geomlens experiment's "
+            "run.json or a Trainer's trainer_state.json).",
+        ),
+    ] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of every analysis.")] = 0,
     device: Annotated[
         str | None, typer.Option("--device", help="cpu, cuda, cuda:N or mps (every checkpoint).")

@@ -185,8 +185,10 @@ def _seed_mean(
     """The mean over seeds (bold) and the interval across seeds (band, in the metric's range)."""
     summary = sorted(across_seeds(rows), key=lambda r: r["time"])
     times = np.array([r["time"] for r in summary])
-    axis.plot(times, [r["mean"] for r in summary], "-", color=colour, lw=2.2,
-              label=f"{site}: mean of {count} seeds (faint: each seed)")  # fmt: skip
+    words = f"bold: mean of {count} seeds; faint: each seed"
+    if words not in axis.get_legend_handles_labels()[1]:
+        axis.plot([], [], "-", color="grey", lw=2.2, label=words)
+    axis.plot(times, [r["mean"] for r in summary], "-", color=colour, lw=2.2, label=site)
     banded = [r for r in summary if r["ci_low"] is not None]
     if banded:
         band = "95 % interval across seeds"

@@ -92,7 +92,8 @@ def test_several_seeds_faint_each_bold_mean_and_a_band():
     left, right = analysis_figure(outcome, "abstraction", RECORD).axes[:2]
     faint = [line for line in left.get_lines() if line.get_alpha() == 0.3]
     assert len(faint) == 3
-    (mean,) = lines_labelled(left, "mean of 3 seeds")
+    assert lines_labelled(left, "bold: mean of 3 seeds; faint: each seed")
+    (mean,) = lines_labelled(left, DEPTH_FOUR[0])
     assert mean.get_linewidth() > 2 * faint[0].get_linewidth()
     values = [[r["value"] for r in outcome.rows if r["step"] == s] for s in range(0, 50, 10)]
     assert np.asarray(mean.get_ydata()) == pytest.approx([np.mean(v) for v in values])
