@@ -301,9 +301,12 @@ def _measure_all(
 ) -> list[tuple[str, list[str]]]:
     """Measure every checkpoint with an analysis missing (or all, ``force``) that this process
     claims, filling ``in_memory`` (and the folder); the (label, analyses) measured, in order.
-    ``data`` None: the first analysis's shipped data, made once from the first checkpoint."""
+    ``data`` None: the first analysis's shipped data, made once from the first checkpoint. A
+    checkpoint whose weights equal an earlier one's takes that one's Results (not loaded, not
+    measured, not counted as measured) when they are at hand."""
     from tqdm.auto import tqdm
 
+    twins = checkpoints.duplicates()
     measured: list[tuple[str, list[str]]] = []
     hinted = not show
     done = (
@@ -323,6 +326,12 @@ def _measure_all(
             if not claims.take(checkpoint):
                 bar.update(1)  # another rank measures it: the bar counts every rank's
                 continue
+            copied = _twin_results(checkpoints, twins.get(checkpoint.label), missing, keys_of,
+                                   folder, in_memory)  # fmt: skip
+            if copied is not None:
+                _store(copied, checkpoint, keys, keys_of, folder, in_memory, rank)
+                bar.update(1)
+                continue
             started = clock.perf_counter()
             adapter = checkpoints.load(checkpoint)
             if data is None:
@@ -339,17 +348,8 @@ def _measure_all(
                 **run_options, **chosen,
             )  # fmt: skip
             assert isinstance(results, dict)
-            for name in missing:
-                result = results[name]
-                result.provenance["sweep"] = {
-                    **checkpoint.describe(),
-                    "key": keys[name],
-                    "weights": keys_of.digest(checkpoint),
-                    "rank": rank,
-                }
-                if folder is not None:
-                    result.to_json(_result_path(folder, checkpoint, name))
-                in_memory.setdefault(checkpoint.label, {})[name] = result
+            _store({n: results[n] for n in missing}, checkpoint, keys, keys_of, folder,
+                   in_memory, rank)  # fmt: skip
             measured.append((checkpoint.label, list(missing)))
             del adapter
             bar.update(1)
@@ -357,6 +357,57 @@ def _measure_all(
     finally:
         bar.close()
     return measured
+
+
+def _store(
+    results: Mapping[str, Result],
+    checkpoint: Checkpoint,
+    keys: Mapping[str, str],
+    keys_of: _Keys,
+    folder: Path | None,
+    in_memory: dict[str, dict[str, Result]],
+    rank: int,
+) -> None:
+    """Stamp each Result with the checkpoint and its key, write it, and keep it in memory."""
+    for name, result in results.items():
+        result.provenance["sweep"] = {
+            **checkpoint.describe(),
+            "key": keys[name],
+            "weights": keys_of.digest(checkpoint),
+            "rank": rank,
+        }
+        if folder is not None:
+            result.to_json(_result_path(folder, checkpoint, name))
+        in_memory.setdefault(checkpoint.label, {})[name] = result
+
+
+def _twin_results(
+    checkpoints: Series,
+    twin: str | None,
+    names: Sequence[str],
+    keys_of: _Keys,
+    folder: Path | None,
+    in_memory: Mapping[str, Mapping[str, Result]],
+) -> dict[str, Result] | None:
+    """Copies of the Results of ``twin`` (the earlier checkpoint with the same weights), each
+    marked ``duplicate_of``, when every one of ``names`` is at hand under its current key (in
+    memory or in the folder); None otherwise (the checkpoint is then measured)."""
+    import copy
+
+    if twin is None:
+        return None
+    original = next(c for c in checkpoints if c.label == twin)
+    keys = keys_of(original)
+    found = {}
+    for name in names:
+        result = in_memory.get(twin, {}).get(name)
+        if result is None and folder is not None and _result_path(folder, original, name).is_file():
+            result = Result.from_json(_result_path(folder, original, name))
+        if result is None or result.provenance.get("sweep", {}).get("key") != keys[name]:
+            return None
+        found[name] = copy.deepcopy(result)
+        found[name].provenance["duplicate_of"] = twin
+    return found
 
 
 def _show_speed(

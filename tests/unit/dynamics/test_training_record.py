@@ -67,6 +67,19 @@ def test_equal_weights_under_another_step_are_flagged_not_counted(tiny_lm_copy, 
         "abstraction", series, two_factor_lm.concept_data(), out=tmp_path / "s",
         progress=False, **FAST,
     )  # fmt: skip
+    # Not loaded, not measured: the earlier checkpoint's Results, marked.
+    assert [label for label, _ in outcome.measured] == ["checkpoint-0", "checkpoint-10"]
+    copied = gl.Result.from_json(
+        tmp_path / "s" / "checkpoints" / "checkpoint-20" / "abstraction.json"
+    )
+    assert copied.provenance["duplicate_of"] == "checkpoint-10"
+    assert copied.provenance["sweep"]["label"] == "checkpoint-20"
+    values = {(r["checkpoint"], r["site"], r["task"]): r["value"] for r in outcome.rows}
+    assert all(
+        value == values[("checkpoint-10", site, task)]
+        for (label, site, task), value in values.items()
+        if label == "checkpoint-20"
+    )
     flagged = {r["checkpoint"]: r["duplicate_of"] for r in outcome.rows}
     assert flagged == {"checkpoint-0": None, "checkpoint-10": None,
                        "checkpoint-20": "checkpoint-10"}  # fmt: skip
