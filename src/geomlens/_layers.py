@@ -105,11 +105,12 @@ FLOORS: tuple[Floor, ...] = (
         ),
     ),
     Floor(
-        ("geomlens.atomic_files", "geomlens.lazy"),
-        "atomic_files.py  lazy.py",
+        ("geomlens.atomic_files", "geomlens.lazy", "geomlens.output_folder"),
+        "atomic_files.py  lazy.py  output_folder.py",
         (
             "writing a file atomically (results, checkpoints, the report, figures);",
-            "names a package lends, imported on first use",
+            "names a package lends, imported on first use; the folders geomlens",
+            "writes: its manifest, never a user's file",
         ),
     ),
 )

@@ -12,7 +12,12 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["lazy_attributes", "lent"]
+
+
+def lent(module: str, *names: str) -> dict[str, str]:
+    """``{name: module}`` for each of ``names``: the export table's entries of one module."""
+    return dict.fromkeys(names, module)
 
 
 def lazy_attributes(

@@ -5,16 +5,12 @@ and each analysis's class are imported when first used."""
 
 from __future__ import annotations
 
-from geomlens.lazy import lazy_attributes
+from geomlens.lazy import lazy_attributes, lent
 
 #: Names this package lends from its modules, imported on first use (the base class needs torch).
 _EXPORTS = {
-    "Analysis": "geomlens.analyses.base",
-    "Batch": "geomlens.analyses.base",
-    "RunContext": "geomlens.analyses.base",
-    "AnalysisConfig": "geomlens.analyses.declaration",
-    "Declaration": "geomlens.analyses.declaration",
-    "option": "geomlens.analyses.declaration",
+    **lent("geomlens.analyses.base", "Analysis", "Batch", "RunContext"),
+    **lent("geomlens.analyses.declaration", "AnalysisConfig", "Declaration", "option"),
 }
 
 __all__ = sorted(_EXPORTS)

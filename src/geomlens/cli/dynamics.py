@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from geomlens.cli.errors import fail, one_line_errors
+from geomlens.cli.errors import check_batch_size, check_seed, fail, one_line_errors
 from geomlens.cli.options import parse_option
 
 experiment_app = typer.Typer(
@@ -123,6 +124,7 @@ def sweep_command(
         raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
     if out is None:
         raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
+    _check_sweep_flags(seed, batch_size)
     options = dict(parse_option(o) for o in option or [])
     if site:
         options["site"] = site[0] if len(site) == 1 else list(site)
@@ -164,6 +166,13 @@ def sweep_command(
         typer.echo(line)
 
 
+def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
+    """What `geomlens run` checks first, checked before a checkpoint is listed or loaded."""
+    check_seed(seed)
+    if batch_size is not None:
+        check_batch_size(batch_size)
+
+
 def _revisions(revisions: str | None) -> str | list[str] | None:
     """--revisions: a table's name as it is, else the names separated by commas."""
     from geomlens.dynamics.series import REVISION_TABLES
@@ -202,10 +211,10 @@ def summary_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[st
         resolved = "resolved" if block["peak_resolved"] else "not resolved by the checkpoints"
         clock = block.get("clock_ratio")
         lines.append(
-            f"exact theory: α_max {block['alpha_max']:.4f} at t = {block['peak_time']:.3g} "
-            f"({resolved}), α_∞ {block['alpha_infinity']:.4f}, largest |measured − exact| "
-            f"{block['max_abs_residual']:.2e}"
-            + (f", clock ratio {clock:.4f}" if clock is not None else "")
+            f"exact theory: α_max {_shown(block['alpha_max'], '.4f')} at t = "
+            f"{_shown(block['peak_time'], '.3g')} ({resolved}), α_∞ "
+            f"{_shown(block['alpha_infinity'], '.4f')}, largest |measured − exact| "
+            f"{_shown(block['max_abs_residual'], '.2e')}, clock ratio {_shown(clock, '.4f')}"
         )
         if "peak_note" in block:
             lines.append(block["peak_note"].split(";")[0])
@@ -290,6 +299,11 @@ def _command_line_words() -> Iterator[None]:
         raise ValueError(_cli_words(str(error))) from error
 
 
+def _shown(value: Any, form: str) -> str:
+    """A summary number as ``form``; "n/a" where the series cannot give it (one checkpoint)."""
+    return format(value, form) if isinstance(value, (int, float)) else "n/a"
+
+
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -337,9 +351,13 @@ def abstraction_dynamics_command(
     """The minimal two-factor linear network of the abstraction-dynamics paper (exact ridge
     readout), trained with checkpoints; `geomlens sweep abstraction --series OUT` overlays the
     exact α(t)."""
-    from geomlens.experiments.abstraction_dynamics import AbstractionDynamicsConfig, train
+    from geomlens.experiments.abstraction_dynamics import (
+        EXPERIMENT,
+        AbstractionDynamicsConfig,
+        train,
+    )
 
-    with one_line_errors():
+    with one_line_errors(interrupted=_interrupted(out)):
         inputs = _modes("--input-modes", input_modes)
         targets = _modes("--target-modes", target_modes)
         configs = [
@@ -359,6 +377,7 @@ def abstraction_dynamics_command(
             )  # fmt: skip
             for run, target in _seed_folders(out, seeds, seed)
         ]
+        _check_run_folders([target for _, target in configs], EXPERIMENT)
         for config, target in configs:
             _wrote_run(train(config, target, progress=True), target)
 
@@ -376,13 +395,35 @@ def toy_network_command(
     """The toy ReLU network of the generalisation–identification paper (its configuration),
     saved every epoch; `geomlens sweep resolution --series OUT` places (p_S, p_I) against the
     front."""
-    from geomlens.experiments.toy_network import train
+    from geomlens.experiments.checkpoint_steps import check_saved_steps
+    from geomlens.experiments.toy_network import EXPERIMENT, train
     from geomlens.theory.toy import ToyConfig
 
-    with one_line_errors():
-        for run, target in _seed_folders(out, seeds, seed):
-            record = train(ToyConfig(epochs=epochs, seed=run), target, checkpoints=checkpoints)
-            _wrote_run(record, target)
+    with one_line_errors(interrupted=_interrupted(out)):
+        targets = _seed_folders(out, seeds, seed)
+        for run, _ in targets:
+            check_seed(run, "--seed")
+        runs = [(ToyConfig(epochs=epochs, seed=run), target) for run, target in targets]
+        check_saved_steps(checkpoints, epochs, "epochs")
+        _check_run_folders([target for _, target in runs], EXPERIMENT)
+        for config, target in runs:
+            _wrote_run(train(config, target, checkpoints=checkpoints), target)
+
+
+def _interrupted(out: Path) -> str:
+    return (
+        f"interrupted; the checkpoints written so far are in {out} without a run.json: rerun "
+        "into the same --out to start again."
+    )
+
+
+def _check_run_folders(targets: list[Path], experiment: str) -> None:
+    """Every run's folder is checked before the first run starts (seeds and run folders alike,
+    each a ``--seed`` would have been refused for)."""
+    from geomlens.experiments.run_folder import check_run_folder
+
+    for target in targets:
+        check_run_folder(target, experiment)
 
 
 def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
@@ -390,8 +431,8 @@ def _modes(flag: str, text: str) -> tuple[float, float, float, float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise ValueError(f"{flag} takes four numbers G,S,C,SC; got {text!r}") from None
-    if len(values) != 4 or any(v < 0 for v in values):
-        raise ValueError(f"{flag} takes four numbers >= 0, G,S,C,SC; got {text!r}")
+    if len(values) != 4 or not all(math.isfinite(v) and v >= 0 for v in values):
+        raise ValueError(f"{flag} takes four finite numbers >= 0, G,S,C,SC; got {text!r}")
     return values[0], values[1], values[2], values[3]
 
 

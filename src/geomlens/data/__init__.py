@@ -4,14 +4,12 @@ The containers (which need torch) are imported on first use, so that the stimulu
 choice sets that the analyses' declarations name can be read without torch.
 """
 
-from geomlens.lazy import lazy_attributes
+from geomlens.lazy import lazy_attributes, lent
 
 _EXPORTS = {
-    "Dataset": "geomlens.data.dataset",
-    "as_dataset": "geomlens.data.dataset",
-    "StimulusSet": "geomlens.data.stimuli",
-    "render": "geomlens.data.stimuli",
-    "load_stimuli": "geomlens.data.stimulus_files",
+    **lent("geomlens.data.dataset", "Dataset", "as_dataset"),
+    **lent("geomlens.data.stimuli", "StimulusSet", "render"),
+    **lent("geomlens.data.stimulus_files", "load_stimuli"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -133,6 +133,7 @@ class Series(Sequence[Checkpoint]):
             raise ValueError(
                 f"The series {source} repeats checkpoint labels: {', '.join(repeated)}."
             )
+        _check_distinct_steps(checkpoints, source)
         self.checkpoints = tuple(
             sorted(checkpoints, key=lambda c: (c.seed if c.seed is not None else -1, c.step))
         )
@@ -515,6 +516,52 @@ def _as_step(value: Any) -> int:
     return int(value)
 
 
+def _check_distinct_steps(checkpoints: Sequence[Checkpoint], source: str) -> None:
+    """One checkpoint per step in each seed's run: two spellings of one step (checkpoint-10
+    and step-10, checkpoint-010) would be measured and counted twice."""
+    seen: dict[tuple[int | None, int], str] = {}
+    for checkpoint in checkpoints:
+        key = (checkpoint.seed, checkpoint.step)
+        if key in seen:
+            raise ValueError(
+                f"The series {source} holds step {checkpoint.step} twice ({seen[key]} and "
+                f"{checkpoint.label}); keep one checkpoint per step (move the other away)."
+            )
+        seen[key] = checkpoint.label
+
+
+#: What a checkpoint label from run.json may be: one plain folder name inside the run.
+SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+
+
+def _checked_label(value: Any, where: Path) -> str:
+    """A label of run.json is a name, never a path: no separator, no '..', not absolute."""
+    if not isinstance(value, str) or not SAFE_LABEL.match(value) or value in (".", ".."):
+        raise ValueError(
+            f"{where} names a checkpoint {value!r}, which is not a plain folder name inside the "
+            "run (no '/', '\\', '..' or absolute path); rerun the experiment into an empty "
+            "folder."
+        )
+    return value
+
+
+def _checked_number(value: Any, what: str, where: Path, label: str, *, integer: bool) -> Any:
+    """A step (an integer >= 0) or a time (a finite number >= 0) of run.json, or refused."""
+    kinds = (int,) if integer else (int, float)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, kinds)
+        or not np.isfinite(value)
+        or value < 0
+    ):
+        kind = "an integer" if integer else "a finite number"
+        raise ValueError(
+            f"{where}: checkpoint {label} has {what} {value!r}, not {kind} >= 0; rerun the "
+            "experiment into an empty folder."
+        )
+    return int(value) if integer else float(value)
+
+
 def _folder_series(path: Path, backend: str | None, load_options: dict[str, Any]) -> Series:
     if not path.is_dir():
         raise ValueError(f"--series {path} is a file; give the folder that holds the checkpoints.")
@@ -527,6 +574,9 @@ def _folder_series(path: Path, backend: str | None, load_options: dict[str, Any]
             found, source=str(path), backend=backend, experiments={None: record},
             load_options=load_options,
         )  # fmt: skip
+    for child in children:
+        if SEED_FOLDER.match(child.name):
+            _check_not_dangling(child, "Seed folder")
     seeds = {
         int(m.group(1)): p for p in children if p.is_dir() and (m := SEED_FOLDER.match(p.name))
     }
@@ -562,17 +612,25 @@ def _experiment_checkpoints(
             f"{folder / RUN_FILE} is not a geomlens experiment record ({error}); rerun the "
             "experiment into an empty folder."
         ) from None
+    where = folder / RUN_FILE
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"{where}: 'checkpoints' is not a list of records; rerun the experiment.")
     checkpoints = []
     for entry in entries:
-        location = folder / entry["label"]
-        _check_weights(location, entry["label"])
+        label = _checked_label(entry.get("label"), where)
+        step = _checked_number(entry.get("step"), "step", where, label, integer=True)
+        time = entry.get("lr_sum", entry.get("time"))
+        if time is not None:
+            time = _checked_number(time, "Σ lr", where, label, integer=False)
+        location = folder / label
+        _check_weights(location, label)
         checkpoints.append(
             Checkpoint(
-                entry["label"],
-                int(entry["step"]),
+                label,
+                step,
                 "experiment",
                 source=str(location),
-                time=entry.get("lr_sum", entry.get("time")),
+                time=time,
                 seed=seed,
                 training=_experiment_training(entry, record),
             )  # fmt: skip
@@ -584,6 +642,8 @@ def _hf_checkpoints(path: Path) -> list[Checkpoint]:
     found = []
     for child in sorted(path.iterdir()):
         match = CHECKPOINT_FOLDER.match(child.name)
+        if match:
+            _check_not_dangling(child, "Checkpoint")
         if child.is_dir() and match:
             found.append((child, int(match.group(2))))
     if not found:
@@ -671,14 +731,39 @@ def _number_in(name: str, default: int) -> int:
     return int(numbers[-1]) if numbers else default
 
 
+def _check_not_dangling(child: Path, what: str) -> None:
+    """A link the series would read through must lead somewhere (else it was left out)."""
+    if child.is_symlink() and not child.exists():
+        raise ValueError(
+            f"{what} {child.name} ({child}) is a link to {os.readlink(child)}, which does not "
+            "exist; restore it or remove the link."
+        )
+
+
 def _trainer_step(folder: Path, default: int) -> int:
+    """The step in ``trainer_state.json`` (``global_step``), else ``default`` (the folder
+    name's number); a file that holds no usable step is refused, naming it."""
     state = folder / "trainer_state.json"
-    if state.is_file():
-        try:
-            return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return default
+    if not (state.is_file() or state.is_symlink()):
+        return default
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+    except PermissionError:
+        raise ValueError(f"{state} is unreadable (permission denied).") from None
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"{state} is not a JSON trainer state ({error}); fix or remove it (the folder "
+            "name's number is the step without it)."
+        ) from None
+    step = recorded.get("global_step") if isinstance(recorded, dict) else None
+    if isinstance(step, float) and np.isfinite(step) and step.is_integer():
+        step = int(step)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(
+            f"{state} has global_step {step!r}, not an integer >= 0; fix or remove it (the "
+            "folder name's number is the step without it)."
+        )
+    return step
 
 
 #: trainer_state.json's log_history keys → the training record's names.
@@ -742,6 +827,11 @@ def _check_weights(folder: Path, label: str) -> None:
     """A checkpoint's weight files exist and their headers read (no tensor is loaded)."""
     if not folder.is_dir():
         raise ValueError(f"Checkpoint {label}: its folder {folder} does not exist.")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise ValueError(
+            f"Checkpoint {label}: its folder {folder} is unreadable (permission denied); make it "
+            "readable (chmod u+rx) or remove the checkpoint."
+        )
     files = weight_files(folder)
     if not files:
         raise ValueError(
@@ -751,6 +841,14 @@ def _check_weights(folder: Path, label: str) -> None:
     from safetensors import safe_open
 
     for file in files:
+        try:
+            with open(file, "rb") as handle:
+                handle.read(1)
+        except PermissionError:
+            raise ValueError(
+                f"Checkpoint {label}: its weights {file} are unreadable (permission denied); "
+                "make them readable (chmod u+r) or remove the checkpoint."
+            ) from None
         if file.suffix != ".safetensors":
             continue
         try:

@@ -38,11 +38,17 @@ import numpy as np
 
 from geomlens import engine
 from geomlens.analyses.registry import analysis_class
-from geomlens.atomic_files import atomic_write_text
 from geomlens.dynamics import trajectory as table
 from geomlens.dynamics.overlay import LEVELS, ExactAbstraction
 from geomlens.dynamics.series import Checkpoint, Series
 from geomlens.dynamics.series import series as make_series
+from geomlens.output_folder import (
+    check_owned_folder,
+    owned_path,
+    place_owned,
+    sha256_of,
+    write_owned,
+)
 from geomlens.results import Result
 
 #: Options of ``gl.run`` itself (not of an analysis) that change what is measured.
@@ -51,6 +57,8 @@ TIME_AXES = ("auto", "step", "lr-sum")
 FORMAT = 1
 #: Seconds per checkpoint past which the progress line names the analyses' cheaper options.
 SLOW_SECONDS = 2.0
+#: What the folder's manifest says wrote it (a report's or an experiment's folder is refused).
+OWNER = "sweep"
 
 
 @dataclass
@@ -112,6 +120,7 @@ def sweep(
     ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
     """
     names = _checked_names(analyses, theory, time)
+    _check_run_arguments(seed, options)
     checkpoints = _checkpoints_of(series, backend, select, time)
     if data is None:
         data = checkpoints.default_data()
@@ -123,9 +132,7 @@ def sweep(
         names, checkpoints, data, options, run_options, configs, seed
     )
     folder = Path(out).expanduser() if out is not None else None
-    if folder is not None:
-        _check_out(folder, checkpoints)
-    _check_reachable(checkpoints, keys_of)
+    _check_before_writing(folder, checkpoints, names, keys_of)
     rank, world = _process()
     if world > 1 and folder is None:
         raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
@@ -137,7 +144,7 @@ def sweep(
     if folder is not None and rank == 0:
         # Written first (every argument checked by now), so that a killed sweep's folder is
         # recognised as one and resumed.
-        _write_json(folder / "sweep.json", record)
+        _write_json(folder, "sweep.json", record)
     claims = _Claims(folder, rank, world)
     in_memory: dict[str, dict[str, Result]] = {}
     measured = _measure_all(
@@ -177,6 +184,17 @@ def _checked_names(analyses: str | Sequence[str], theory: str, time: str) -> lis
     return names
 
 
+def _check_run_arguments(seed: Any, options: Mapping[str, Any]) -> None:
+    """The seed and the batch size, checked as ``geomlens run`` does: before anything is
+    listed, loaded or written."""
+    from geomlens.engine.feed import check_seed
+
+    check_seed(seed)
+    size = options.get("batch_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1 (inputs per pass); got {size!r}.")
+
+
 def _checkpoints_of(series: Any, backend: str | None, select: str | None, time: str) -> Series:
     """The series' checkpoints (``select``-ed); ``time='lr-sum'`` needs Σ lr at every one, so a
     series without it is refused before anything is measured."""
@@ -194,9 +212,14 @@ def _checkpoints_of(series: Any, backend: str | None, select: str | None, time: 
     return checkpoints
 
 
-def _check_reachable(checkpoints: Series, keys_of: _Keys) -> None:
-    """Resolve every hub revision's commit before sweep.json is written, so that a sweep that
-    cannot reach the hub (offline, a revision not in the cache) fails having written nothing."""
+def _check_before_writing(
+    folder: Path | None, checkpoints: Series, names: Sequence[str], keys_of: _Keys
+) -> None:
+    """``--out`` checked, and every hub revision's commit resolved before sweep.json is written,
+    so that a sweep that cannot reach the hub (offline, a revision not in the cache) fails
+    having written nothing."""
+    if folder is not None:
+        _check_out(folder, checkpoints, names)
     for checkpoint in checkpoints:
         if checkpoint.kind == "hub":
             keys_of.digest(checkpoint)
@@ -343,11 +366,9 @@ def _measure_all(
                 for k, v in own_options.items()
                 if k in set().union(*(configs[n]["fields"] for n in missing))
             }
-            results = engine.run(
-                missing, adapter, data, seed=seed, distributed=False, progress=False,
-                **run_options, **chosen,
-            )  # fmt: skip
-            assert isinstance(results, dict)
+            results = _run_checkpoint(
+                checkpoint, missing, adapter, data, seed=seed, **run_options, **chosen
+            )
             _store({n: results[n] for n in missing}, checkpoint, keys, keys_of, folder,
                    in_memory, rank)  # fmt: skip
             measured.append((checkpoint.label, list(missing)))
@@ -376,8 +397,9 @@ def _store(
             "weights": keys_of.digest(checkpoint),
             "rank": rank,
         }
+        _seal(result)
         if folder is not None:
-            result.to_json(_result_path(folder, checkpoint, name))
+            write_owned(folder, _result_name(checkpoint, name), result.to_json() + "\n", OWNER)
         in_memory.setdefault(checkpoint.label, {})[name] = result
 
 
@@ -449,6 +471,44 @@ def _cheaper_hint(names: Sequence[str], configs: Mapping[str, Mapping[str, Any]]
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _run_checkpoint(
+    checkpoint: Checkpoint, names: list[str], adapter: Any, data: Any, **options: Any
+) -> dict[str, Result]:
+    """``engine.run`` on one checkpoint; activations that hold NaN or Inf name the checkpoint
+    (its weights are the likely cause), not only the site and the batch."""
+    from geomlens.hooks.finite_check import NonFiniteActivationError
+
+    try:
+        results = engine.run(names, adapter, data, distributed=False, progress=False, **options)
+    except NonFiniteActivationError as error:
+        where = f" ({checkpoint.source})" if checkpoint.source else ""
+        raise NonFiniteActivationError(
+            f"Checkpoint {checkpoint.label}{where}: {error} Check that checkpoint's weights "
+            "(a diverged step holds NaN weights), or leave it out of the series."
+        ) from error
+    assert isinstance(results, dict)
+    return results
+
+
+def _content_digest(result: Result) -> str:
+    """A digest of everything a stored Result says but the digest itself, read as from its
+    file (so that the Result as written and as read back agree)."""
+    document = Result.from_json(result.to_json()).to_dict()
+    document.get("provenance", {}).get("sweep", {}).pop("content", None)
+    return _digest(document)
+
+
+def _seal(result: Result) -> None:
+    """Record the Result's own content digest in it: a Result edited since is measured again."""
+    result.provenance["sweep"].pop("content", None)
+    result.provenance["sweep"]["content"] = _content_digest(result)
+
+
+def _sealed(result: Result) -> bool:
+    recorded = result.provenance.get("sweep", {}).get("content")
+    return isinstance(recorded, str) and recorded == _content_digest(result)
 
 
 def _trajectory_rows(
@@ -538,10 +598,19 @@ class _Keys:
 
     def __call__(self, checkpoint: Checkpoint) -> dict[str, str]:
         weights = self.digest(checkpoint)
+        # The step, Σ lr and seed as read now: a trainer_state.json changed since is measured
+        # (and recorded) again, not shown with the step of the cached Result.
+        when = {k: checkpoint.describe().get(k) for k in ("label", "step", "time", "seed")}
         return {
             name: _digest(
-                {"analysis": name, "config": entry["config"], "weights": weights, **self.shared}
-            )
+                {
+                    "analysis": name,
+                    "config": entry["config"],
+                    "weights": weights,
+                    "checkpoint": when,
+                    **self.shared,
+                }
+            )  # fmt: skip
             for name, entry in self.configs.items()
         }
 
@@ -552,9 +621,23 @@ def _digest(value: Any) -> str:
 
 
 def _data_digest(data: Any) -> str:
-    """A digest of the data's content (arrays by their bytes); a file by its bytes."""
+    """A digest of the data's content (arrays by their bytes); a file by its bytes, also when
+    it is streamed (``--data`` .txt / .jsonl); other streams by their rows, read once here (a
+    one-shot generator is never taken from the cache)."""
+    from geomlens.data.streaming import StreamedData
+
     if isinstance(data, (str, os.PathLike)) and Path(data).is_file():
-        return "file:" + hashlib.sha256(Path(data).read_bytes()).hexdigest()
+        return "file:" + sha256_of(Path(data))
+    if isinstance(data, StreamedData):
+        path = getattr(data.source, "path", None)
+        if isinstance(path, Path):
+            return _digest({"file": sha256_of(path), "limit": data.limit})
+        if data._one_shot:
+            return "uncached:" + uuid.uuid4().hex
+        try:
+            return _digest({"rows": list(data.rows()), "limit": data.limit})
+        except (TypeError, ValueError):
+            return "uncached:" + uuid.uuid4().hex
     try:
         return _digest(data)
     except (TypeError, ValueError):
@@ -582,8 +665,14 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot digest a {type(value).__name__}")
 
 
+def _result_name(checkpoint: Checkpoint, name: str) -> str:
+    """A Result's name inside the sweep's folder (``checkpoints/<label>/<analysis>.json``)."""
+    return f"checkpoints/{checkpoint.label}/{name}.json"
+
+
 def _result_path(folder: Path, checkpoint: Checkpoint, name: str) -> Path:
-    return folder / "checkpoints" / checkpoint.label / f"{name}.json"
+    """Where a Result is: always inside ``folder`` (a label is a name, never a path)."""
+    return owned_path(folder, _result_name(checkpoint, name))
 
 
 def _missing(
@@ -604,7 +693,11 @@ def _missing(
                     stored = Result.from_json(path)
                 except ValueError:
                     stored = None
-        if stored is None or stored.provenance.get("sweep", {}).get("key") != keys[name]:
+        if (
+            stored is None
+            or stored.provenance.get("sweep", {}).get("key") != keys[name]
+            or not _sealed(stored)
+        ):
             missing.append(name)
     return missing
 
@@ -643,7 +736,7 @@ def _info(result: Result, checkpoint: Checkpoint, time: str) -> dict[str, Any]:
     }
 
 
-def _check_out(folder: Path, checkpoints: Series) -> None:
+def _check_out(folder: Path, checkpoints: Series, names: Sequence[str]) -> None:
     from geomlens.results import check_not_an_input
 
     if folder.exists() and not folder.is_dir():
@@ -652,11 +745,10 @@ def _check_out(folder: Path, checkpoints: Series) -> None:
         f"checkpoint {c.label}": c.source for c in checkpoints if c.kind in ("folder", "experiment")
     }
     check_not_an_input("--out", folder / "sweep.json", inputs)
-    record = folder / "sweep.json"
-    if folder.is_dir() and any(folder.iterdir()) and not record.is_file():
-        raise ValueError(
-            f"--out {folder} is not empty and holds no earlier sweep; give an empty or new folder."
-        )
+    # The report folder's rules: a new or empty folder, or one holding only what a sweep wrote
+    # (its manifest proves it); a Result of this sweep edited since is measured again.
+    results = [_result_name(c, name) for c in checkpoints for name in names]
+    check_owned_folder(folder, "sweep", OWNER, replaceable=results)
 
 
 # --- theory -----------------------------------------------------------------------------------
@@ -742,25 +834,30 @@ def _write_outputs(
     document = {"columns": list(table.COLUMNS), "rows": outcome.rows}
     if outcome.across_seeds:
         document["across_seeds"] = outcome.across_seeds
-        atomic_write_text(
-            folder / "trajectory_seeds.csv",
+        write_owned(
+            folder,
+            "trajectory_seeds.csv",
             table.to_csv(outcome.across_seeds, table.ACROSS_SEEDS_COLUMNS),
+            OWNER,
         )
-    atomic_write_text(
-        folder / "trajectory.json", json.dumps(document, indent=1, allow_nan=False) + "\n"
-    )
-    atomic_write_text(folder / "trajectory.csv", table.to_csv(outcome.rows))
+    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+    write_owned(folder, "trajectory.json", text, OWNER)
+    write_owned(folder, "trajectory.csv", table.to_csv(outcome.rows), OWNER)
     record["stages"] = outcome.stages
-    _write_json(folder / "sweep.json", record)
+    _write_json(folder, "sweep.json", record)
     if figures:
+        import tempfile
+
         from geomlens.dynamics.figures import draw_analysis
 
-        for name in names:
-            draw_analysis(outcome, name, folder / f"{name}.png", record)
+        with tempfile.TemporaryDirectory(prefix=".geomlens-figures.", dir=folder) as drawn:
+            for name in names:
+                draw_analysis(outcome, name, Path(drawn) / f"{name}.png", record)
+                place_owned(folder, Path(drawn) / f"{name}.png", f"{name}.png", OWNER)
 
 
-def _write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(value, indent=1, allow_nan=False) + "\n")
+def _write_json(folder: Path, name: str, value: Any) -> None:
+    write_owned(folder, name, json.dumps(value, indent=1, allow_nan=False) + "\n", OWNER)
 
 
 # --- processes --------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from geomlens.experiments.checkpoint_steps import spec_steps
+from geomlens.engine.feed import check_seed
+from geomlens.experiments.checkpoint_steps import check_saved_steps, spec_steps
 from geomlens.experiments.run_folder import (
     WEIGHTS_FILE,
     prepare_run_folder,
@@ -42,6 +43,13 @@ EXPERIMENT = "abstraction-dynamics"
 #: Class labels in ``CLASS_ORDER``: the concept s and the context c it is seen in.
 CONCEPTS = tuple("s+" if s > 0 else "s-" for s, _ in abstraction.CLASS_ORDER)
 CONTEXTS = tuple("c+" if c > 0 else "c-" for _, c in abstraction.CLASS_ORDER)
+#: The largest κ taken: √κ scales every layer, and κ ≫ 1 leaves the theory's regime long before
+#: float64 overflows (κ = 1e300 made the network's values infinite).
+MAX_INIT_SCALE = 1e6
+
+
+class TrainingDivergedError(ValueError):
+    """The weights became NaN or infinite during training (the learning rate is too large)."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +77,21 @@ class AbstractionDynamicsConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0; got {value!r}")
+        if self.init_scale > MAX_INIT_SCALE:
+            raise ValueError(
+                f"init_scale (--init-scale) must be at most {MAX_INIT_SCALE:g}: κ is the squared "
+                f"scale of the start, and a larger one overflows the network's float64 values "
+                f"(the theory is about small starts, 1e-3 by default); got {self.init_scale!r}"
+            )
+        for name in ("input_modes", "target_modes"):
+            modes = getattr(self, name)
+            if len(modes) != 4 or not all(np.isfinite(v) and v >= 0 for v in modes):
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} takes four finite numbers >= 0, G,S,C,SC; got {modes}")
+        check_seed(self.seed, "seed (--seed)")
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0; got {self.steps}")
+        check_saved_steps(self.checkpoints, self.steps)
         if self.input_dim < 4 or self.target_dim < 4:
             raise ValueError("input_dim and target_dim must be >= 4 (four modes each)")
         if self.hidden_dim is not None and self.hidden_dim < self.input_dim:
@@ -147,38 +168,62 @@ def train(
 ) -> dict[str, Any]:
     """Train the network and write its checkpoints and ``run.json`` into ``out``; return the
     run record. ``out`` must be empty or absent, or hold an earlier run of this experiment
-    (which is replaced)."""
+    (which is replaced). Weights that become NaN or infinite stop the run
+    (:class:`TrainingDivergedError`, naming the step) before they are saved."""
     folder = Path(out)
-    prepare_run_folder(folder, EXPERIMENT, "step-")
     inputs, targets = class_data(config)
+    saved = set(spec_steps(config.checkpoints, config.steps))
+    prepare_run_folder(folder, EXPERIMENT)
     network = build_network(config)
     x, y = torch.from_numpy(inputs), torch.from_numpy(targets)
-    saved = set(spec_steps(config.checkpoints, config.steps))
     checkpoints: list[dict[str, Any]] = []
     lr_sum = 0.0
     from tqdm.auto import tqdm
 
     for step in tqdm(range(config.steps + 1), disable=not progress, desc="training", unit="step"):
+        _check_finite(network, x, step, config)
         if step in saved:
             label = f"step-{step}"
             save_checkpoint(folder, label, network.state_dict())
             checkpoints.append({"label": label, "step": step, "lr_sum": lr_sum})
         if step == config.steps:
             break
-        hidden = network(x)
-        with torch.no_grad():
-            readout = ridge_readout(hidden, y, config.gamma)
-        loss = 0.5 * ((hidden @ readout - y) ** 2).sum() + (readout**2).sum() / (2 * config.gamma)
-        network.zero_grad()
-        loss.backward()
-        with torch.no_grad():
-            for parameter in network.parameters():
-                assert parameter.grad is not None
-                parameter.sub_(config.learning_rate * parameter.grad)
+        _gradient_step(network, x, y, config)
         lr_sum += config.learning_rate
     record = run_record(config, inputs, targets, checkpoints)
     write_run_record(folder, record)
     return record
+
+
+def _gradient_step(
+    network: TwoFactorLinearNet, x: torch.Tensor, y: torch.Tensor, config: AbstractionDynamicsConfig
+) -> None:
+    """One step of gradient descent on the loss with the ridge readout solved exactly."""
+    hidden = network(x)
+    with torch.no_grad():
+        readout = ridge_readout(hidden, y, config.gamma)
+    loss = 0.5 * ((hidden @ readout - y) ** 2).sum() + (readout**2).sum() / (2 * config.gamma)
+    network.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        for parameter in network.parameters():
+            assert parameter.grad is not None
+            parameter.sub_(config.learning_rate * parameter.grad)
+
+
+def _check_finite(
+    network: TwoFactorLinearNet, x: torch.Tensor, step: int, config: AbstractionDynamicsConfig
+) -> None:
+    """Stop, naming the step, once the weights or the representation are no longer finite."""
+    with torch.no_grad():
+        finite = all(bool(torch.isfinite(p).all()) for p in network.parameters())
+        finite = finite and bool(torch.isfinite(network(x)).all())
+    if not finite:
+        raise TrainingDivergedError(
+            f"training diverged at step {step}: the weights became NaN or infinite (learning "
+            f"rate {config.learning_rate:g}, init scale {config.init_scale:g}); nothing of that "
+            "step was saved: lower --lr and rerun into the same --out."
+        )
 
 
 def run_record(

@@ -34,10 +34,24 @@ def spec_steps(spec: str, last_step: int) -> list[int]:
     if kind == "every":
         steps = set(range(0, last_step + 1, number))
     else:
-        count = max(number - 1, 1)
+        # More than one target per step only repeats steps (and log:10**12 would not fit in
+        # memory): at most last_step of them.
+        count = max(min(number - 1, last_step), 1)
         steps = {0} | {int(round(s)) for s in np.geomspace(1, max(last_step, 1), count)}
     steps.add(last_step)
     return sorted(s for s in steps if 0 <= s <= last_step)
+
+
+def check_saved_steps(spec: str, last_step: int, unit: str = "steps") -> None:
+    """Refuse, before a run starts, a ``--checkpoints`` selection that asks for more
+    checkpoints than the run has ``unit`` (``log:N`` with N above ``last_step + 1``)."""
+    kind, number = parse_spec(spec)
+    if kind == "log" and number > last_step + 1:
+        raise ValueError(
+            f"--checkpoints {spec} asks for {number} checkpoints, but a run of {last_step} "
+            f"{unit} has only {last_step + 1} to save; give log:N with N <= {last_step + 1}, or "
+            "every:K."
+        )
 
 
 def thin_indices(steps: Sequence[int], spec: str) -> list[int]:

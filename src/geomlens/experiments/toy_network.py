@@ -19,7 +19,8 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from geomlens.experiments.checkpoint_steps import spec_steps
+from geomlens.engine.feed import check_seed
+from geomlens.experiments.checkpoint_steps import check_saved_steps, spec_steps
 from geomlens.experiments.run_folder import (
     WEIGHTS_FILE,
     prepare_run_folder,
@@ -53,8 +54,10 @@ def train(
     ``checkpoints`` keeps (``every:K`` / ``log:N``), then ``out/run.json``."""
     config = config or ToyConfig()
     folder = Path(out)
-    prepare_run_folder(folder, EXPERIMENT, "epoch-")
+    check_seed(config.seed, "seed (--seed)")
+    check_saved_steps(checkpoints, config.epochs, "epochs")
     kept = set(spec_steps(checkpoints, config.epochs))
+    prepare_run_folder(folder, EXPERIMENT)
     saved: list[dict[str, Any]] = []
 
     def save(epoch: int, weights: np.ndarray) -> None:

@@ -12,7 +12,12 @@ import torch
 from safetensors import SafetensorError
 
 from geomlens.models.adapter import Adapter
-from geomlens.models.embedded_lms import embedded_lm, resolve_embedded
+from geomlens.models.embedded_lms import (
+    DamagedCacheError,
+    damaged_cache_named,
+    embedded_lm,
+    resolve_embedded,
+)
 from geomlens.run_defaults import DEFAULT_BACKEND, DEFAULT_MODEL
 
 BACKENDS = ("transformer-lens", "nnsight")
@@ -176,9 +181,10 @@ def load(
     else:
         from geomlens.models.nnsight_loading import load_nnsight as loader
     try:
-        adapter = loader(
-            source, device=device, dtype=dtype, trust_remote_code=trust_remote_code, **placement
-        )
+        with damaged_cache_named(model_source):
+            adapter = loader(
+                source, device=device, dtype=dtype, trust_remote_code=trust_remote_code, **placement
+            )
     except pickle.UnpicklingError as error:
         raise ValueError(
             f"Refused to load model {model_id!r}: its weights file is a pickle that would run "
@@ -203,6 +209,8 @@ def load(
             f"Could not load model {model_id!r}: its config.json does not match its weights "
             f"({mismatch[:200]}). Use the config.json saved with these weights."
         ) from error
+    except DamagedCacheError:
+        raise
     except OSError as error:
         lm = embedded_lm(str(name_or_path)) if model_source else None
         offline = (

@@ -144,9 +144,42 @@ def model_cache_dir() -> Path:
     """Where dequantised models are kept: ``$GEOMLENS_MODEL_CACHE``, else the user's cache
     directory (``~/.cache/geomlens/models`` on Linux)."""
     from_env = os.environ.get(CACHE_ENV)
-    if from_env:
-        return Path(from_env).expanduser()
-    return Path(platformdirs.user_cache_dir("geomlens")) / "models"
+    folder = (
+        Path(from_env).expanduser()
+        if from_env
+        else Path(platformdirs.user_cache_dir("geomlens")) / "models"
+    )
+    if folder.exists() and not folder.is_dir():
+        named = f"${CACHE_ENV} ({folder})" if from_env else str(folder)
+        raise OSError(
+            f"The model cache {named} is a file, not a folder; point ${CACHE_ENV} at a folder "
+            "(it is made if missing) or move the file away."
+        )
+    return folder
+
+
+class DamagedCacheError(OSError):
+    """A dequantised cache folder that no longer loads (named, with the fix)."""
+
+
+@contextmanager
+def damaged_cache_named(model_source: dict[str, Any] | None) -> Iterator[None]:
+    """Around loading a model: a dequantised cache folder whose weights do not load is named,
+    with the fix (delete it to dequantise anew), in place of advice about ``save_pretrained``."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (SafetensorError, OSError) as error:
+        if not model_source or model_source.get("origin") != "gguf":
+            raise
+        folder = model_source.get("cache")
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        raise DamagedCacheError(
+            f"The cached {model_source.get('name', 'model')} in {folder} is damaged (its weights "
+            f"do not load: {first}); delete {folder} and load it again to dequantise it anew."
+        ) from error
 
 
 def _sha256(chunks: list[Path]) -> str:

@@ -21,6 +21,11 @@ def _weight_tensors(adapter: Any) -> list[tuple[str, torch.Tensor]]:
     # q/k/v, a zero LM-head bias): the Hugging Face module it was built from, kept untouched
     # beside it, is what nnsight traces too.
     model = getattr(adapter, "reference_module", None) or getattr(adapter, "model", None)
+    return module_tensors(model)
+
+
+def module_tensors(model: Any) -> list[tuple[str, torch.Tensor]]:
+    """A module's parameters and buffers, each storage once (none for what is not a module)."""
     if not isinstance(model, torch.nn.Module):
         return []
     seen: set[tuple[int, int, tuple[int, ...]]] = set()
@@ -75,9 +80,24 @@ def weights_fingerprint(adapter: Any) -> str:
     Recorded activations keep their site names (they are what the names say).
     """
     named = getattr(adapter, "recorded_arrays", None) is not None
+    now = tensors_fingerprint(_weight_tensors(adapter), named=named)
+    # A bridge built on the Hugging Face module itself (gl.load(..., backend="transformer-lens"))
+    # rewrote its tensors: while they are as the bridge left them, the weights are the ones the
+    # module had before, and so is their fingerprint (the same as through nnsight).
+    source = getattr(adapter, "source_fingerprint", None)
+    if getattr(adapter, "reference_module", None) is None and source is not None:
+        before, bridged = source
+        if now == bridged:
+            return str(before)
+    return now
+
+
+def tensors_fingerprint(tensors: list[tuple[str, torch.Tensor]], *, named: bool = False) -> str:
+    """The fingerprint of :func:`weights_fingerprint` over ``tensors`` (names kept if
+    ``named``)."""
     described: list[Any] = []
     sums: list[torch.Tensor] = []
-    for name, tensor in _weight_tensors(adapter):
+    for name, tensor in tensors:
         described.append([name if named else "", list(tensor.shape), str(tensor.dtype)])
         if tensor.is_meta or tensor.numel() == 0:
             sums.append(torch.full((4,), math.nan, dtype=torch.float64))

@@ -177,6 +177,9 @@ class TransformerLensAdapter(Adapter):
         self.wrapped_from: dict[str, Any] | None = None
         #: Set by from_hf when it bridged a copy: the user's module, as it was.
         self.reference_module: torch.nn.Module | None = None
+        #: Set by from_hf when it bridged the module itself: the fingerprint of its weights
+        #: before and after bridging (see :func:`geomlens.models.fingerprint.weights_fingerprint`).
+        self.source_fingerprint: tuple[str, str] | None = None
 
     # -- building from Hugging Face ------------------------------------------------------------
     @classmethod
@@ -204,6 +207,10 @@ class TransformerLensAdapter(Adapter):
         architecture, module, base_prefix = _bridge_target(hf_model)
         if copy_model:
             module = copy.deepcopy(module)
+        else:  # the bridge rewrites the module: its weights' identity is taken before
+            from geomlens.models.fingerprint import module_tensors, tensors_fingerprint
+
+            before = tensors_fingerprint(module_tensors(hf_model))
         # No tokenizer for TransformerLens: its set-up edits the tokenizer (pad, BOS, padding
         # side) and may reload it by name; geomlens tokenises and pads on its own.
         try:
@@ -237,6 +244,10 @@ class TransformerLensAdapter(Adapter):
             )
         # The user's own module, untouched (the bridge wraps a copy): conformance's referee.
         adapter.reference_module = hf_model if copy_model else None
+        if not copy_model:
+            from geomlens.models.fingerprint import weights_fingerprint
+
+            adapter.source_fingerprint = (before, weights_fingerprint(adapter))
         adapter.wrapped_from = {
             "hf_class": type(hf_model).__name__,
             "bridged_module": type(module).__name__,

@@ -3,7 +3,8 @@
 A report is written whole into a hidden staging folder inside the output folder
 (:data:`STAGING`, marked by :data:`STAGING_MARK`) and then moved into place file by file. The
 manifest :data:`MANIFEST` records every file a report wrote with its sha256; a file is
-geomlens's own only when the manifest lists it *and* its content still has that hash. So:
+geomlens's own only when the manifest lists it *and* its content still has that hash (the
+mechanism every folder geomlens writes shares, :mod:`geomlens.output_folder`). So:
 
 * a user's file is never overwritten: a name the report would write that is held by a file
   geomlens cannot prove it wrote is refused, naming it, before the model is loaded;
@@ -16,23 +17,30 @@ geomlens's own only when the manifest lists it *and* its content still has that 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from geomlens.atomic_files import nearest_existing
+from geomlens.output_folder import (
+    MANIFEST,
+    MANIFEST_FORMAT,
+    check_target,
+    listing,
+    manifest_owner,
+    manifest_text,
+    proven,
+    read_manifest,
+    sha256_of,
+)
+from geomlens.output_folder import OutputFolderError as ReportFolderError
 
-#: The files the last report wrote into a folder, with their sha256 (hidden, beside them).
-MANIFEST = ".geomlens-report-files.json"
+#: What the manifest says wrote the folder (a sweep's or an experiment's is refused).
+OWNER = "report"
 #: Where a report is written before it is moved into place (inside the output folder).
 STAGING = ".geomlens-report-staging"
 #: The file that marks a staging folder as geomlens's own.
 STAGING_MARK = ".geomlens-staging"
-#: The manifest's format (a plain list of names was the first; it holds no hashes).
-MANIFEST_FORMAT = 2
 #: Files every report writes (beside one ``NAME.json`` / ``NAME.png`` per analysis).
 REPORT_FILES = (
     "index.html",
@@ -41,53 +49,6 @@ REPORT_FILES = (
     "theory-abstraction.png",
     "theory-ssd.png",
 )
-
-
-class ReportFolderError(ValueError):
-    """The output folder cannot take a report without losing something of the user's."""
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_manifest(folder: Path) -> dict[str, set[str]]:
-    """The files the manifest in ``folder`` claims, each with the hashes it may have; empty
-    when there is none or it is not geomlens's current form (it then proves nothing)."""
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        return {}
-    files = data.get("files")
-    if not isinstance(files, dict):
-        return {}
-    claimed: dict[str, set[str]] = {}
-    for name, hashes in files.items():
-        if _safe_relative(name) and isinstance(hashes, list):
-            claimed[name] = {h for h in hashes if isinstance(h, str)}
-    return claimed
-
-
-def _safe_relative(name: object) -> bool:
-    """A name the manifest may hold: relative, inside the folder, not hidden."""
-    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
-        return False
-    parts = name.split("/")
-    return all(part and not part.startswith(".") for part in parts) and len(parts) <= 2
-
-
-def proven(folder: Path, name: str, manifest: dict[str, set[str]]) -> bool:
-    """Whether ``folder/name`` is a file geomlens wrote: listed, and its content unchanged."""
-    path = folder / name
-    if path.is_symlink() or not path.is_file():
-        return False
-    return sha256_of(path) in manifest.get(name, set())
 
 
 def _staging_is_ours(folder: Path) -> bool:
@@ -125,29 +86,18 @@ def collisions(folder: Path, names: Iterable[str]) -> list[str]:
     return sorted(set(taken))
 
 
-def _listing(names: list[str], limit: int = 6) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
 def check_report_folder(out: Path, names: Iterable[str], flag: str = "--out") -> None:
     """Refuse, before any work, an output that is not a folder a report can be written into
     without overwriting a user's file (see the module docstring)."""
-    if out.is_symlink() and not out.is_dir() or (out.exists() and not out.is_dir()):
-        raise ReportFolderError(
-            f"{flag} {out} is a file, and a report is a folder (index.html, figures, JSON); "
-            f"give a new or empty folder, e.g. {flag} {out.with_suffix('')}-report."
-        )
-    ancestor = nearest_existing(out.parent)
-    if not ancestor.is_dir():
-        raise ReportFolderError(
-            f"{flag} {out}: {ancestor} is a file, so no folder can be made there; give a "
-            "folder path whose parents are folders."
-        )
-    if not os.access(ancestor if not out.is_dir() else out, os.W_OK):
-        raise ReportFolderError(f"{flag} {out}: cannot write there; choose a writable folder.")
+    check_target(out, flag, "a report is a folder (index.html, figures, JSON)", "report")
     if not out.is_dir():
         return
+    earlier = manifest_owner(out)
+    if earlier not in (None, OWNER) and read_manifest(out):
+        raise ReportFolderError(
+            f"{flag} {out} holds a geomlens {earlier}, not a report; nothing was changed: give a "
+            f"new or empty {flag} folder."
+        )
     if (out / STAGING).exists() and not _staging_is_ours(out):
         raise ReportFolderError(
             f"{flag} {out} holds {STAGING}, which geomlens did not make (no {STAGING_MARK} in "
@@ -164,7 +114,7 @@ def check_report_folder(out: Path, names: Iterable[str], flag: str = "--out") ->
         )
         raise ReportFolderError(
             f"{flag} {out} holds files geomlens did not write and the report would replace: "
-            f"{_listing(taken)}{why}; nothing was changed: move them away or give another "
+            f"{listing(taken)}{why}; nothing was changed: move them away or give another "
             f"{flag} (a new folder, or one holding only an earlier report)."
         )
 
@@ -182,13 +132,9 @@ def start_staging(folder: Path) -> Path:
 
 def _write_manifest(folder: Path, staging: Path, files: dict[str, set[str]]) -> None:
     """Write the manifest through the staging folder (no temporary is left in ``folder``)."""
-    text = json.dumps(
-        {"format": MANIFEST_FORMAT, "files": {n: sorted(h) for n, h in sorted(files.items())}},
-        indent=1,
-    )
     temporary = staging / (MANIFEST + ".new")
     with temporary.open("w", encoding="utf-8") as file:
-        file.write(text + "\n")
+        file.write(manifest_text(files, OWNER))
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, folder / MANIFEST)
@@ -205,7 +151,7 @@ def publish(folder: Path, staging: Path) -> list[str]:
     taken = collisions(folder, written)
     if taken:  # files the user put there while the report ran
         raise ReportFolderError(
-            f"{folder} gained files the report would replace while it ran: {_listing(taken)}; "
+            f"{folder} gained files the report would replace while it ran: {listing(taken)}; "
             f"nothing of them was changed, and the new report was left in {staging} (the next "
             "report into this folder removes it)."
         )
@@ -233,6 +179,7 @@ def publish(folder: Path, staging: Path) -> list[str]:
 
 __all__ = [
     "MANIFEST",
+    "MANIFEST_FORMAT",
     "STAGING",
     "ReportFolderError",
     "check_report_folder",
@@ -240,5 +187,6 @@ __all__ = [
     "planned_files",
     "publish",
     "read_manifest",
+    "sha256_of",
     "start_staging",
 ]

@@ -340,7 +340,7 @@ def build_report(
         max_length=max_length,
         seed=seed,
     )
-    started_at = datetime.datetime.now(datetime.timezone.utc)
+    started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
     with showing_progress(progress), phase("loading the model"):
         if model is None or isinstance(model, (str, Path)):

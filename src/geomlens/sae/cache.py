@@ -40,12 +40,20 @@ class DamagedCacheEntryError(ValueError):
 def sae_cache_dir(override: str | Path | None = None) -> Path:
     """The folder trained SAEs are cached in: ``override``, else ``$GEOMLENS_SAE_CACHE``, else
     the user's cache directory."""
-    if override is not None:
-        return Path(override).expanduser()
     from_env = os.environ.get(CACHE_ENV)
-    if from_env:
-        return Path(from_env).expanduser()
-    return Path(platformdirs.user_cache_dir("geomlens")) / "sae"
+    if override is not None:
+        folder, named = Path(override).expanduser(), f"The SAE cache {override}"
+    elif from_env:
+        folder, named = Path(from_env).expanduser(), f"The SAE cache ${CACHE_ENV} ({from_env})"
+    else:
+        folder = Path(platformdirs.user_cache_dir("geomlens")) / "sae"
+        named = f"The SAE cache {folder}"
+    if folder.exists() and not folder.is_dir():
+        raise OSError(
+            f"{named} is a file, not a folder; point it at a folder (it is made if missing) "
+            "or move the file away."
+        )
+    return folder
 
 
 def cache_key(key: dict[str, Any]) -> str:
