@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,7 +49,11 @@ def sweep_command(
     ] = None,
     select: Annotated[
         str | None,
-        typer.Option("--select", help="Thin the series: log:N (log-spaced) or every:K."),
+        typer.Option(
+            "--select",
+            help="Thin the series: log:N (N checkpoints per seed spread evenly in log(1 + step), "
+            "all when fewer) or every:K.",
+        ),
     ] = None,
     site: Annotated[
         list[str] | None, typer.Option("--site", "-s", help="Site(s) to measure (repeatable).")
@@ -58,7 +65,14 @@ def sweep_command(
         str | None, typer.Option("--backend", help="transformer-lens or nnsight (default).")
     ] = None,
     theory: Annotated[str, typer.Option("--theory", help="auto, exact, laws or none.")] = "auto",
-    time: Annotated[str, typer.Option("--time", help="x axis: auto, step or lr-sum.")] = "auto",
+    time: Annotated[
+        str,
+        typer.Option(
+            "--time",
+            help="x axis: auto, step or lr-sum (Σ learning rate, from a geomlens experiment's "
+            "run.json or a Trainer's trainer_state.json).",
+        ),
+    ] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of every analysis.")] = 0,
     device: Annotated[
         str | None, typer.Option("--device", help="cpu, cuda, cuda:N or mps (every checkpoint).")
@@ -84,9 +98,20 @@ def sweep_command(
         Path | None,
         typer.Option("--checkpoint", hidden=True, help="Not a sweep option (see --series)."),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Accepted and changes nothing: resuming is automatic (rerun the same command "
+            "into the same --out; only what is missing or changed is measured).",
+        ),
+    ] = False,
 ) -> None:
     """Run analyses on every checkpoint of a series; write Results, a trajectory table and
-    figures with the theory overlaid. A rerun measures only what is missing or changed.
+    figures with the theory overlaid.
+
+    Resuming is automatic: a rerun into the same --out (after Ctrl-C, a crash or new
+    checkpoints) measures only what is missing or changed; --force measures everything again.
 
     Under ``torchrun --nproc-per-node K -m geomlens sweep …`` the processes share the
     checkpoints and rank 0 writes the table (see docs/dynamics.md)."""
@@ -105,28 +130,20 @@ def sweep_command(
         options["site"] = site[0] if len(site) == 1 else list(site)
     import geomlens as gl
 
-    with one_line_errors(
-        interrupted=f"interrupted; the Results in {out} are whole, rerun to resume."
+    with (
+        one_line_errors(
+            interrupted=f"interrupted; the Results in {out} are whole, rerun to resume."
+        ),
+        _command_line_words(),
     ):
         import torch.distributed as dist
 
         if _world_size() > 1 and not dist.is_initialized():
             dist.init_process_group("nccl" if _cuda() else "gloo")
-        from geomlens.dynamics.series import REVISION_TABLES
-
-        names = (
-            revisions
-            if revisions is None or revisions in REVISION_TABLES
-            else [r.strip() for r in revisions.split(",") if r.strip()]
+        placement = _placement(device, dtype, device_map)
+        chosen = gl.series(
+            series, revisions=_revisions(revisions), backend=backend, select=select, **placement
         )
-        placement = {
-            k: v
-            for k, v in (("device", device), ("dtype", dtype), ("device_map", device_map))
-            if v is not None
-        }
-        if "device" in placement and "LOCAL_RANK" in os.environ and device == "cuda":
-            placement["device"] = f"cuda:{int(os.environ['LOCAL_RANK'])}"  # this rank's GPU
-        chosen = gl.series(series, revisions=names, backend=backend, select=select, **placement)
         if batch_size is not None:
             options["batch_size"] = batch_size
         loaded = None
@@ -145,7 +162,8 @@ def sweep_command(
         f"measured {measured} of {len(chosen)} checkpoints ({len(chosen) - measured} cached); "
         f"wrote {out}/trajectory.csv, {out}/sweep.json and one figure per analysis"
     )
-    _echo_exact(outcome.theory.get("exact"))
+    for line in summary_lines(outcome.theory, outcome.rows):
+        typer.echo(line)
 
 
 def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
@@ -155,16 +173,130 @@ def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
         check_batch_size(batch_size)
 
 
-def _echo_exact(exact: Any) -> None:
-    """The exact theory's summary line (a series of one has no residual or clock ratio)."""
-    if isinstance(exact, dict) and "alpha_max" in exact:
-        resolved = "resolved" if exact["peak_resolved"] else "not resolved by the checkpoints"
-        typer.echo(
-            f"exact theory: α_max {_shown(exact['alpha_max'], '.4f')} ({resolved}), α_∞ "
-            f"{_shown(exact['alpha_infinity'], '.4f')}, largest |measured − exact| "
-            f"{_shown(exact['max_abs_residual'], '.2e')}, clock ratio "
-            f"{_shown(exact['clock_ratio'], '.4f')}"
+def _revisions(revisions: str | None) -> str | list[str] | None:
+    """--revisions: a table's name as it is, else the names separated by commas."""
+    from geomlens.dynamics.series import REVISION_TABLES
+
+    if revisions is None or revisions in REVISION_TABLES:
+        return revisions
+    return [r.strip() for r in revisions.split(",") if r.strip()]
+
+
+def _placement(device: str | None, dtype: str | None, device_map: str | None) -> dict[str, str]:
+    """The load options given (under torchrun, ``--device cuda`` is this rank's GPU)."""
+    placement = {
+        k: v
+        for k, v in (("device", device), ("dtype", dtype), ("device_map", device_map))
+        if v is not None
+    }
+    if "device" in placement and "LOCAL_RANK" in os.environ and device == "cuda":
+        placement["device"] = f"cuda:{int(os.environ['LOCAL_RANK'])}"  # this rank's GPU
+    return placement
+
+
+def summary_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """What the sweep's theory says in a few lines: the exact α's peak, α_∞ and residual (and
+    where the checkpoints miss the peak), the toy network's distance to its front, and the
+    checkpoints whose weights repeat an earlier one's."""
+    lines = []
+    exact = theory.get("exact")
+    blocks = (
+        [exact]
+        if isinstance(exact, dict) and "alpha_max" in exact
+        else list(exact.values())
+        if isinstance(exact, dict)
+        else []
+    )
+    for block in blocks[:1]:
+        resolved = "resolved" if block["peak_resolved"] else "not resolved by the checkpoints"
+        clock = block.get("clock_ratio")
+        lines.append(
+            f"exact theory: α_max {_shown(block['alpha_max'], '.4f')} at t = "
+            f"{_shown(block['peak_time'], '.3g')} ({resolved}), α_∞ "
+            f"{_shown(block['alpha_infinity'], '.4f')}, largest |measured − exact| "
+            f"{_shown(block['max_abs_residual'], '.2e')}, clock ratio {_shown(clock, '.4f')}"
         )
+        if "peak_note" in block:
+            lines.append(block["peak_note"].split(";")[0])
+    toy = theory.get("toy_front")
+    if isinstance(toy, dict) and toy.get("points"):
+        points = toy["points"]
+        best = min(points, key=lambda p: p["front_distance"])
+        lines.append(
+            f"toy front: distance to the linear-decay front {points[0]['front_distance']:.4f} at "
+            f"{points[0]['checkpoint']} → {points[-1]['front_distance']:.4f} at "
+            f"{points[-1]['checkpoint']} (smallest {best['front_distance']:.4f} at "
+            f"{best['checkpoint']})"
+        )
+    lines.extend(_stage_lines(theory, rows))
+    twins = sorted({(r["checkpoint"], r["duplicate_of"]) for r in rows if r.get("duplicate_of")})
+    if twins:
+        shown = ", ".join(f"{a} = {b}" for a, b in twins[:4]) + (" …" if len(twins) > 4 else "")
+        lines.append(
+            f"{len(twins)} checkpoint(s) hold the same weights as an earlier one ({shown}): "
+            "flagged duplicate_of in the table, not counted as independent points"
+        )
+    return lines
+
+
+def _stage_lines(theory: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Each analysis's first headline curve at its last site: peak, plateau end, settling
+    (the mean over seeds where there are several), beside the exact theory's where known."""
+    from geomlens.dynamics.stages import stage_table
+    from geomlens.dynamics.trajectory import followed_metrics
+
+    chosen: dict[str, dict[str, Any]] = {}
+    for entry in stage_table(rows, theory):
+        order = followed_metrics(entry["analysis"])
+        rank = order.index(entry["metric"]) if entry["metric"] in order else len(order)
+        kept = chosen.get(entry["analysis"])
+        if kept is None or rank <= kept["rank"]:
+            chosen[entry["analysis"]] = {**entry, "rank": rank}
+    return [_stage_line(entry) for entry in chosen.values()]
+
+
+def _stage_line(entry: dict[str, Any]) -> str:
+    stages = entry.get("across_seeds") or next(iter(entry["seeds"].values()))
+
+    def at(name: str) -> str:
+        value = stages[name]["mean"] if "across_seeds" in entry else stages[name]
+        return "—" if value is None else f"{value:.3g}"
+
+    line = (
+        f"stages of {entry['metric']} at {entry['site']}: peak {at('peak_value')} at t = "
+        f"{at('peak_time')}, plateau ends {at('plateau_end')}, settles {at('settled_time')}"
+    )
+    known = entry.get("theory")
+    if known:
+        length = known["plateau_length"]
+        line += f" (exact: peak at t = {known['peak_time']:.3g}, plateau length " + (
+            f"{length:.3g})" if length is not None else "unbounded)"
+        )
+    return line
+
+
+#: Python keywords of gl.sweep / gl.series that are options of `geomlens sweep`.
+_KEYWORD = re.compile(r"\b(revisions|time|theory|select|out|data|seed|site)=(?:'([^']*)'|(\w+))?")
+
+
+def _cli_words(message: str) -> str:
+    """A message of the Python API in the command line's words: ``time='step'`` → ``--time
+    step``, ``revisions=`` → ``--revisions``."""
+    return _KEYWORD.sub(
+        lambda m: (
+            f"--{m.group(1)}" + (f" {m.group(2) or m.group(3)}" if m.group(2) or m.group(3) else "")
+        ),
+        message,
+    )
+
+
+@contextlib.contextmanager
+def _command_line_words() -> Iterator[None]:
+    """Errors raised inside speak the command line's spelling (see :func:`_cli_words`)."""
+    try:
+        yield
+    except ValueError as error:
+        raise ValueError(_cli_words(str(error))) from error
 
 
 def _shown(value: Any, form: str) -> str:

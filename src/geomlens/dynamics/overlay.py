@@ -56,6 +56,14 @@ class ExactAbstraction:
             origin,
         )
 
+    @classmethod
+    def from_parameters(cls, block: Mapping[str, Any]) -> ExactAbstraction:
+        """The theory back from its :meth:`parameters` (sweep.json's ``theory.exact``), so a
+        figure can draw the exact curve anywhere between the checkpoints."""
+        return cls.from_record(
+            {"theory": block, "sites": block.get("sites", ())}, str(block.get("origin", ""))
+        )
+
     @property
     def alpha_x(self) -> float:
         return abstraction.decompose_2fs(self.sigma_x).alpha
@@ -81,6 +89,7 @@ class ExactAbstraction:
             "gamma": self.gamma,
             "kappa": self.kappa,
             "depth": self.depth,
+            "sites": list(self.sites),
             "alpha_x": self.alpha_x,
             "alpha_y": abstraction.decompose_2fs(self.sigma_y).alpha,
             "origin": self.origin,
@@ -124,11 +133,24 @@ class ExactAbstraction:
             "clock_ratio": _clock_ratio(self, moments[finite], measured[finite]),
         }
         if not resolved:
-            info["peak_note"] = (
-                "the checkpoints do not resolve the peak (none is within "
-                f"{PEAK_RESOLUTION} of α_max in the exact curve): α_max is not compared"
-            )
+            info["peak_note"] = _peak_note(peak_time, alpha_max, moments)
         return info
+
+
+def _peak_note(peak_time: float, alpha_max: float, moments: np.ndarray) -> str:
+    """Why α_max is not compared, naming where the peak lies against the checkpoints."""
+    why = (
+        f"the checkpoints do not resolve the peak (none is within {PEAK_RESOLUTION} of α_max "
+        "in the exact curve): α_max is not compared"
+    )
+    if not np.isfinite(peak_time) or moments.size == 0:
+        return why
+    where = f"at t = {peak_time:.3g} (α_max = {alpha_max:.4g})"
+    if peak_time < moments.min():
+        return f"the peak {where} comes before the first checkpoint; {why}"
+    if peak_time > moments.max():
+        return f"the peak {where} comes after the last checkpoint; {why}"
+    return f"the checkpoints miss the peak {where}; {why}"
 
 
 def _peak_time(theory: ExactAbstraction) -> float:

@@ -86,6 +86,9 @@ class Checkpoint:
     (a geomlens experiment's checkpoint folder), ``hub`` (``source`` at ``revision``) or
     ``module`` (a torch module in memory). ``time`` is the training time the series records
     (Σ learning rate for the experiments), ``seed`` the run's seed when the series has several.
+    ``training`` is the training record at the checkpoint where the run kept one (a Trainer's
+    ``trainer_state.json``, an experiment's ``run.json``): ``train_loss``, ``learning_rate``,
+    ``tokens_seen`` and ``lr_sum`` (Σ learning rate over the steps so far), each when known.
     """
 
     label: str
@@ -96,6 +99,7 @@ class Checkpoint:
     time: float | None = None
     seed: int | None = None
     module: Any = field(default=None, compare=False, repr=False)
+    training: Mapping[str, float] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"label": self.label, "step": self.step, "kind": self.kind}
@@ -103,6 +107,8 @@ class Checkpoint:
             value = getattr(self, name)
             if value is not None:
                 info[name] = value
+        if self.training:
+            info["training"] = dict(self.training)
         return info
 
 
@@ -136,6 +142,7 @@ class Series(Sequence[Checkpoint]):
         self.experiments = dict(experiments or {})
         self.load_options = dict(load_options or {})
         self._tokenizer_seen: tuple[str, str] | None = None
+        self._contents: dict[str, str | None] = {}
 
     # -- sequence -----------------------------------------------------------------------------
     @overload
@@ -164,13 +171,15 @@ class Series(Sequence[Checkpoint]):
         )
 
     def _with(self, checkpoints: Sequence[Checkpoint]) -> Series:
-        return Series(
+        made = Series(
             checkpoints,
             source=self.source,
             backend=self.backend,
             experiments=self.experiments,
             load_options=self.load_options,
         )
+        made._contents = self._contents  # the same weights under the same labels
+        return made
 
     # -- thinning -----------------------------------------------------------------------------
     @property
@@ -178,8 +187,9 @@ class Series(Sequence[Checkpoint]):
         return list(dict.fromkeys(c.seed for c in self.checkpoints))
 
     def select(self, spec: str) -> Series:
-        """Keep about N log-spaced checkpoints (``"log:N"``) or every K-th (``"every:K"``) of
-        each seed's run; the first and last are always kept."""
+        """Keep N checkpoints of each seed's run spread evenly in log(1 + step) (``"log:N"``:
+        all of them when a run has N or fewer) or every K-th (``"every:K"``); the first and last
+        are always kept (see :func:`geomlens.experiments.checkpoint_steps.thin_indices`)."""
         kept: list[Checkpoint] = []
         for seed in self.seeds:
             run = [c for c in self.checkpoints if c.seed == seed]
@@ -225,11 +235,34 @@ class Series(Sequence[Checkpoint]):
         return None if record is None else record.get("sites")
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "backend": self.backend,
-            "checkpoints": [c.describe() for c in self.checkpoints],
-        }
+        info: dict[str, Any] = {"source": self.source, "backend": self.backend}
+        if self.step_unit != "step":
+            info["step_unit"] = self.step_unit
+        info["checkpoints"] = [c.describe() for c in self.checkpoints]
+        return info
+
+    @property
+    def step_unit(self) -> str:
+        """What a checkpoint's ``step`` counts: ``"epoch"`` when every run of the series says
+        so (the toy network's run.json, ``epoch-N`` folders), else ``"step"``."""
+        declared = {r.get("time") for r in self.experiments.values()}
+        if self.experiments and declared == {"epoch"} and len(self.experiments) == len(self.seeds):
+            return "epoch"
+        if all(c.label.rpartition("/")[2].startswith("epoch") for c in self.checkpoints):
+            return "epoch"
+        return "step"
+
+    def with_lr_sum(self) -> Series:
+        """The series with ``time`` = Σ learning rate where a Trainer's record gives it (for
+        ``time='lr-sum'``); a checkpoint that records its time already keeps it."""
+        return self._with(
+            [
+                replace(c, time=c.training["lr_sum"])
+                if c.time is None and c.training and "lr_sum" in c.training
+                else c
+                for c in self.checkpoints
+            ]
+        )
 
     def weights_digest(self, checkpoint: Checkpoint) -> str:
         """What identifies a checkpoint's weights: the hub commit of a revision (resolved
@@ -240,8 +273,43 @@ class Series(Sequence[Checkpoint]):
         if checkpoint.kind == "hub":
             assert checkpoint.source is not None
             return "commit:" + resolve_revision(checkpoint.source, checkpoint.revision)
-        assert checkpoint.source is not None
-        return "sha256:" + files_digest(weight_files(Path(checkpoint.source)))
+        content = self.content_digest(checkpoint)
+        assert content is not None
+        return content
+
+    def content_digest(self, checkpoint: Checkpoint) -> str | None:
+        """A digest of the weights' content (computed once per checkpoint): the SHA-256 of the
+        weight files or of the module's tensors; for a hub revision, of the SHA-256 of its
+        weight files as the hub lists them (nothing is downloaded), None when the hub cannot
+        be reached."""
+        if checkpoint.label not in self._contents:
+            if checkpoint.kind == "module":
+                found: str | None = module_digest(checkpoint.module)
+            elif checkpoint.kind == "hub":
+                assert checkpoint.source is not None
+                found = hub_files_digest(checkpoint.source, checkpoint.revision)
+            else:
+                assert checkpoint.source is not None
+                found = "sha256:" + files_digest(weight_files(Path(checkpoint.source)))
+            self._contents[checkpoint.label] = found
+        return self._contents[checkpoint.label]
+
+    def duplicates(self) -> dict[str, str]:
+        """Checkpoints whose weights equal an earlier one's: label → the first label (in
+        (seed, step) order) with the same :meth:`content_digest`. The hub serves such
+        duplicates (branches that hold the final weights); a sweep flags them in the table
+        (``duplicate_of``) and does not count them as independent points."""
+        first: dict[str, str] = {}
+        found: dict[str, str] = {}
+        for checkpoint in self.checkpoints:
+            digest = self.content_digest(checkpoint)
+            if digest is None:
+                continue
+            if digest in first:
+                found[checkpoint.label] = first[digest]
+            else:
+                first[digest] = checkpoint.label
+        return found
 
     def load(self, checkpoint: Checkpoint) -> Any:
         """An Adapter on ``checkpoint``'s weights (``gl.load`` for a folder or a revision,
@@ -557,7 +625,15 @@ def _experiment_checkpoints(
         location = folder / label
         _check_weights(location, label)
         checkpoints.append(
-            Checkpoint(label, step, "experiment", source=str(location), time=time, seed=seed)
+            Checkpoint(
+                label,
+                step,
+                "experiment",
+                source=str(location),
+                time=time,
+                seed=seed,
+                training=_experiment_training(entry, record),
+            )  # fmt: skip
         )
     return checkpoints, record
 
@@ -580,7 +656,15 @@ def _hf_checkpoints(path: Path) -> list[Checkpoint]:
     for folder, number in found:
         step = _trainer_step(folder, number)
         _check_weights(folder, folder.name)
-        checkpoints.append(Checkpoint(folder.name, step, "folder", source=str(folder)))
+        checkpoints.append(
+            Checkpoint(
+                folder.name,
+                step,
+                "folder",
+                source=str(folder),
+                training=trainer_record(folder, step),
+            )  # fmt: skip
+        )
     return checkpoints
 
 
@@ -601,7 +685,11 @@ def _list_series(
             step = _trainer_step(folder, int(match.group(2)) if match else position)
         _check_weights(folder, folder.name)
         label = folder.name if match else f"step-{step}"
-        checkpoints.append(Checkpoint(label, step, "folder", source=str(folder)))
+        checkpoints.append(
+            Checkpoint(
+                label, step, "folder", source=str(folder), training=trainer_record(folder, step)
+            )
+        )
     _check_consistent(checkpoints, "the list of folders")
     return Series(checkpoints, source="folders", backend=backend, load_options=load_options)
 
@@ -676,6 +764,58 @@ def _trainer_step(folder: Path, default: int) -> int:
             "folder name's number is the step without it)."
         )
     return step
+
+
+#: trainer_state.json's log_history keys → the training record's names.
+TRAINER_KEYS = {"loss": "train_loss", "learning_rate": "learning_rate",
+                "num_input_tokens_seen": "tokens_seen"}  # fmt: skip
+
+
+def trainer_record(folder: Path, step: int) -> dict[str, float] | None:
+    """The training record at ``step`` from ``folder/trainer_state.json``'s ``log_history``:
+    the loss, learning rate and tokens seen of the last entry at or before ``step`` that logs
+    each, and ``lr_sum`` = Σ learning rate over steps 1..``step`` (exact when every step is
+    logged; between logged steps the rate is interpolated linearly, before the first one it is
+    the first one's). None without a readable log."""
+    try:
+        state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
+        history = [e for e in state["log_history"] if isinstance(e, dict) and "step" in e]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    history = [e for e in history if int(e["step"]) <= step]
+    record: dict[str, float] = {}
+    for key, name in TRAINER_KEYS.items():
+        logged = [e[key] for e in history if _finite(e.get(key))]
+        if logged:
+            record[name] = float(logged[-1])
+    rates = {int(e["step"]): float(e["learning_rate"]) for e in history
+             if _finite(e.get("learning_rate"))}  # fmt: skip
+    if step == 0:
+        record["lr_sum"] = 0.0  # no step taken yet
+    elif rates:
+        known = sorted(rates)
+        every = np.interp(np.arange(1, step + 1), known, [rates[k] for k in known])
+        record["lr_sum"] = float(np.sum(every))
+    return record or None
+
+
+def _experiment_training(
+    entry: Mapping[str, Any], record: Mapping[str, Any]
+) -> dict[str, float] | None:
+    """The training record of an experiment's checkpoint from run.json (loss, Σ lr, the rate)."""
+    config = record.get("config")
+    sources: dict[str, Any] = {
+        "train_loss": entry.get("loss"),
+        "lr_sum": entry.get("lr_sum"),
+        "learning_rate": config.get("learning_rate") if isinstance(config, dict) else None,
+    }
+    found = {name: float(value) for name, value in sources.items() if _finite(value)}
+    return found or None
+
+
+def _finite(value: Any) -> bool:
+    """A number that JSON writes (not a bool, NaN or infinite)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -813,6 +953,32 @@ def tokenizer_digest(tokenizer: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def hub_files_digest(repository: str, revision: str | None) -> str | None:
+    """A digest of the SHA-256 the hub lists for ``repository@revision``'s weight files
+    (their LFS digests; nothing downloaded); None when the hub cannot be reached or lists no
+    weight file with a digest."""
+    from fnmatch import fnmatch
+
+    from huggingface_hub import HfApi
+
+    try:
+        listing = list(HfApi().list_repo_tree(repository, revision=revision, recursive=True))
+    except Exception:  # offline, unknown revision, no permission: no content digest
+        return None
+    pairs = []
+    for entry in listing:
+        name = getattr(entry, "path", "")
+        lfs = getattr(entry, "lfs", None)
+        sha = getattr(lfs, "sha256", None) if lfs is not None else None
+        if sha is None and isinstance(lfs, Mapping):
+            sha = lfs.get("sha256")
+        if sha and any(fnmatch(Path(name).name, pattern) for pattern in WEIGHT_PATTERNS):
+            pairs.append(f"{name}\0{sha}")
+    if not pairs:
+        return None
+    return "hub-sha256:" + hashlib.sha256("\n".join(sorted(pairs)).encode()).hexdigest()
+
+
 def resolve_revision(repository: str, revision: str | None) -> str:
     """The commit a hub revision points to: from the local cache when it knows the name (no
     network), else from the hub."""
@@ -825,7 +991,15 @@ def resolve_revision(repository: str, revision: str | None) -> str:
     ref = cache / "refs" / name
     if ref.is_file():
         return ref.read_text(encoding="utf-8").strip()
-    info = HfApi().model_info(repository, revision=name)
+    try:
+        info = HfApi().model_info(repository, revision=name)
+    except Exception as error:  # offline, unknown name, no network: one line, nothing written
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(
+            f"Cannot resolve {repository}@{name}: it is not in the local cache and the hub "
+            f"does not answer ({first}). Download the revisions first (online), or sweep a "
+            "local folder."
+        ) from None
     if info.sha is None:
         raise ValueError(f"The hub does not resolve {repository}@{name} to a commit.")
     return str(info.sha)

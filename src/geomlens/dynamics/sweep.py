@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 import time as clock
 import uuid
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,8 @@ from geomlens.results import Result
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
 TIME_AXES = ("auto", "step", "lr-sum")
 FORMAT = 1
+#: Seconds per checkpoint past which the progress line names the analyses' cheaper options.
+SLOW_SECONDS = 2.0
 #: What the folder's manifest says wrote it (a report's or an experiment's folder is refused).
 OWNER = "sweep"
 
@@ -75,6 +78,13 @@ class SweepResult:
     results: dict[str, dict[str, Result]] = field(default_factory=dict)
     across_seeds: list[dict[str, Any]] = field(default_factory=list)
     measured_by_all: int = 0
+
+    @property
+    def stages(self) -> list[dict[str, Any]]:
+        """Each headline curve's peak, plateau and settling (``dynamics.stages``)."""
+        from geomlens.dynamics.stages import stage_table
+
+        return stage_table(self.rows, self.theory)
 
     def to_frame(self) -> Any:
         import pandas as pd
@@ -122,8 +132,7 @@ def sweep(
         names, checkpoints, data, options, run_options, configs, seed
     )
     folder = Path(out).expanduser() if out is not None else None
-    if folder is not None:
-        _check_out(folder, checkpoints, names)
+    _check_before_writing(folder, checkpoints, names, keys_of)
     rank, world = _process()
     if world > 1 and folder is None:
         raise ValueError("A sweep under torchrun needs out=DIR: the ranks share it.")
@@ -151,6 +160,7 @@ def sweep(
     results_by_label = _collect(folder, checkpoints, names, in_memory)
     rows, summary = _trajectory_rows(results_by_label, checkpoints, names, time, level, exact)
     seeds = table.across_seeds(rows) if len(checkpoints.seeds) > 1 else []
+    record["duplicates"] = checkpoints.duplicates()
     outcome = SweepResult(rows, summary, folder, measured, results_by_label, seeds, measured_by_all)
     if folder is not None:
         record.update(state="complete", theory=summary)
@@ -191,12 +201,28 @@ def _checkpoints_of(series: Any, backend: str | None, select: str | None, time: 
     checkpoints = series if isinstance(series, Series) else make_series(series, backend=backend)
     if select is not None:
         checkpoints = checkpoints.select(select)
-    if time == "lr-sum" and any(c.time is None for c in checkpoints):
-        raise ValueError(
-            "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
-            "experiment's run.json); use time='step'."
-        )
+    if time == "lr-sum":
+        checkpoints = checkpoints.with_lr_sum()
+        if any(c.time is None for c in checkpoints):
+            raise ValueError(
+                "time='lr-sum' needs a series that records Σ lr per checkpoint (a geomlens "
+                "experiment's run.json, or Trainer folders whose trainer_state.json logs the "
+                "learning rate); use time='step'."
+            )
     return checkpoints
+
+
+def _check_before_writing(
+    folder: Path | None, checkpoints: Series, names: Sequence[str], keys_of: _Keys
+) -> None:
+    """``--out`` checked, and every hub revision's commit resolved before sweep.json is written,
+    so that a sweep that cannot reach the hub (offline, a revision not in the cache) fails
+    having written nothing."""
+    if folder is not None:
+        _check_out(folder, checkpoints, names)
+    for checkpoint in checkpoints:
+        if checkpoint.kind == "hub":
+            keys_of.digest(checkpoint)
 
 
 def _cache_keys(
@@ -298,10 +324,14 @@ def _measure_all(
 ) -> list[tuple[str, list[str]]]:
     """Measure every checkpoint with an analysis missing (or all, ``force``) that this process
     claims, filling ``in_memory`` (and the folder); the (label, analyses) measured, in order.
-    ``data`` None: the first analysis's shipped data, made once from the first checkpoint."""
+    ``data`` None: the first analysis's shipped data, made once from the first checkpoint. A
+    checkpoint whose weights equal an earlier one's takes that one's Results (not loaded, not
+    measured, not counted as measured) when they are at hand."""
     from tqdm.auto import tqdm
 
+    twins = checkpoints.duplicates()
     measured: list[tuple[str, list[str]]] = []
+    hinted = not show
     done = (
         0
         if force
@@ -314,7 +344,16 @@ def _measure_all(
         for checkpoint in checkpoints:
             keys = keys_of(checkpoint)
             missing = names if force else _missing(folder, checkpoint, names, keys, in_memory)
-            if not missing or not claims.take(checkpoint):
+            if not missing:
+                continue
+            if not claims.take(checkpoint):
+                bar.update(1)  # another rank measures it: the bar counts every rank's
+                continue
+            copied = _twin_results(checkpoints, twins.get(checkpoint.label), missing, keys_of,
+                                   folder, in_memory)  # fmt: skip
+            if copied is not None:
+                _store(copied, checkpoint, keys, keys_of, folder, in_memory, rank)
+                bar.update(1)
                 continue
             started = clock.perf_counter()
             adapter = checkpoints.load(checkpoint)
@@ -330,27 +369,108 @@ def _measure_all(
             results = _run_checkpoint(
                 checkpoint, missing, adapter, data, seed=seed, **run_options, **chosen
             )
-            for name in missing:
-                result = results[name]
-                result.provenance["sweep"] = {
-                    **checkpoint.describe(),
-                    "key": keys[name],
-                    "weights": keys_of.digest(checkpoint),
-                    "rank": rank,
-                }
-                _seal(result)
-                if folder is not None:
-                    write_owned(
-                        folder, _result_name(checkpoint, name), result.to_json() + "\n", OWNER
-                    )
-                in_memory.setdefault(checkpoint.label, {})[name] = result
+            _store({n: results[n] for n in missing}, checkpoint, keys, keys_of, folder,
+                   in_memory, rank)  # fmt: skip
             measured.append((checkpoint.label, list(missing)))
             del adapter
             bar.update(1)
-            bar.set_postfix_str(f"{clock.perf_counter() - started:.2f} s/checkpoint")
+            hinted = _show_speed(bar, clock.perf_counter() - started, hinted, names, configs)
     finally:
         bar.close()
     return measured
+
+
+def _store(
+    results: Mapping[str, Result],
+    checkpoint: Checkpoint,
+    keys: Mapping[str, str],
+    keys_of: _Keys,
+    folder: Path | None,
+    in_memory: dict[str, dict[str, Result]],
+    rank: int,
+) -> None:
+    """Stamp each Result with the checkpoint and its key, write it, and keep it in memory."""
+    for name, result in results.items():
+        result.provenance["sweep"] = {
+            **checkpoint.describe(),
+            "key": keys[name],
+            "weights": keys_of.digest(checkpoint),
+            "rank": rank,
+        }
+        _seal(result)
+        if folder is not None:
+            write_owned(folder, _result_name(checkpoint, name), result.to_json() + "\n", OWNER)
+        in_memory.setdefault(checkpoint.label, {})[name] = result
+
+
+def _twin_results(
+    checkpoints: Series,
+    twin: str | None,
+    names: Sequence[str],
+    keys_of: _Keys,
+    folder: Path | None,
+    in_memory: Mapping[str, Mapping[str, Result]],
+) -> dict[str, Result] | None:
+    """Copies of the Results of ``twin`` (the earlier checkpoint with the same weights), each
+    marked ``duplicate_of``, when every one of ``names`` is at hand under its current key (in
+    memory or in the folder); None otherwise (the checkpoint is then measured)."""
+    import copy
+
+    if twin is None:
+        return None
+    original = next(c for c in checkpoints if c.label == twin)
+    keys = keys_of(original)
+    found = {}
+    for name in names:
+        result = in_memory.get(twin, {}).get(name)
+        if result is None and folder is not None and _result_path(folder, original, name).is_file():
+            result = Result.from_json(_result_path(folder, original, name))
+        if result is None or result.provenance.get("sweep", {}).get("key") != keys[name]:
+            return None
+        found[name] = copy.deepcopy(result)
+        found[name].provenance["duplicate_of"] = twin
+    return found
+
+
+def _show_speed(
+    bar: Any, seconds: float, hinted: bool, names: Sequence[str], configs: Mapping[str, Any]
+) -> bool:
+    """The seconds per checkpoint on the bar, and once (the first slow checkpoint) the
+    cheaper options; whether they have been named (or need not be)."""
+    bar.set_postfix_str(f"{seconds:.2f} s/checkpoint")
+    if hinted or seconds <= SLOW_SECONDS:
+        return hinted
+    hint = _cheaper_hint(names, configs)
+    if hint:
+        bar.write(f"{seconds:.1f} s per checkpoint; {hint}", file=sys.stderr)
+    return True
+
+
+def _cheaper_hint(names: Sequence[str], configs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The numeric options a ``--quick`` report sets lower than this sweep does (fewer bootstrap
+    draws, fewer samples), in the command line's words (None when there are none)."""
+    from geomlens.analyses.registry import declaration
+
+    cheaper = []
+    for name in names:
+        try:
+            quick = declaration(name).quick
+        except (KeyError, ImportError):
+            continue
+        for option, value in quick.items():
+            current = configs[name]["config"].get(option)
+            if _numeric(value) and _numeric(current) and current > value:
+                cheaper.append(f"--option {option}={value}")
+    if not cheaper:
+        return None
+    return (
+        f"cheaper: {' '.join(dict.fromkeys(cheaper))} (the settings of a --quick report; "
+        "Results already written are kept, a rerun with other options measures again)"
+    )
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _run_checkpoint(
@@ -402,10 +522,13 @@ def _trajectory_rows(
     """The long table's rows, in checkpoint then analysis order, and the theory summary; at
     level ``none`` the theory columns are emptied, and a toy front adds its own columns."""
     pairs = []
+    duplicates = checkpoints.duplicates()
     for checkpoint in checkpoints:
         for name in names:
             result = results_by_label[checkpoint.label][name]
-            pairs.append((_info(result, checkpoint, time), result))
+            info = _info(result, checkpoint, time)
+            info["duplicate_of"] = duplicates.get(checkpoint.label)
+            pairs.append((info, result))
     rows = table.build_rows(pairs, exact=exact, laws=level in ("laws", "exact"))
     if level == "none":
         for row in rows:
@@ -609,6 +732,7 @@ def _info(result: Result, checkpoint: Checkpoint, time: str) -> dict[str, Any]:
         "step": step,
         "time": shown,
         "clock": float(lr_sum) if lr_sum is not None else float(step),
+        "training": dict(checkpoint.training or {}),
     }
 
 
@@ -719,6 +843,7 @@ def _write_outputs(
     text = json.dumps(document, indent=1, allow_nan=False) + "\n"
     write_owned(folder, "trajectory.json", text, OWNER)
     write_owned(folder, "trajectory.csv", table.to_csv(outcome.rows), OWNER)
+    record["stages"] = outcome.stages
     _write_json(folder, "sweep.json", record)
     if figures:
         import tempfile

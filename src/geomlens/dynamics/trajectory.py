@@ -5,8 +5,13 @@ Columns (``COLUMNS``): the checkpoint's label, seed, step and time; the analysis
 and metric; the value and its interval (``ci_low``/``ci_high``, null when the analysis gives
 none); ``theory_exact`` / ``residual_exact`` (the exact theory of a declared setup) and
 ``theory_layer_law`` / ``residual_layer_law`` (the per-layer artanh law, or the attenuation
-bound after an MLP nonlinearity). A residual is the value minus the theory. Rows are sorted, so
-the table is the same whatever order the checkpoints were measured in.
+bound after an MLP nonlinearity). A residual is the value minus the theory. ``duplicate_of``
+names the earlier checkpoint whose weights this one's equal (such a row is not an independent
+point: it is left out of the interval across seeds and drawn as a mark, not a point of the
+line). ``train_loss``, ``learning_rate`` and ``tokens_seen`` are the training record at the
+checkpoint (a Trainer's ``trainer_state.json``, an experiment's ``run.json``), empty where the
+run kept none. Rows are sorted, so the table is the same whatever order the checkpoints were
+measured in.
 """
 
 from __future__ import annotations
@@ -28,6 +33,17 @@ from geomlens.dynamics.overlay import (
 )
 from geomlens.results import Result
 
+#: The training record at each checkpoint (from the series; empty where the run kept none).
+TRAINING_COLUMNS = ("train_loss", "learning_rate", "tokens_seen")
+#: The range of bounded metrics (cosines, probabilities, accuracies): an interval across seeds
+#: is clipped to it.
+RANGES: dict[str, tuple[float, float]] = {
+    "alpha": (-1.0, 1.0),
+    "ccgp": (0.0, 1.0),
+    "within_context_accuracy": (0.0, 1.0),
+    "p_similarity": (0.0, 1.0),
+    "p_identification": (0.0, 1.0),
+}
 #: Where a row sits: the time and what was measured (both tables start with these).
 _WHEN_AND_WHAT = ("step", "time", "analysis", "site", "task", "metric")
 COLUMNS = (
@@ -41,6 +57,8 @@ COLUMNS = (
     "residual_exact",
     "theory_layer_law",
     "residual_layer_law",
+    "duplicate_of",
+    *TRAINING_COLUMNS,
 )
 #: Metrics whose per-layer law and attenuation bound are drawn (abstraction cosines).
 ALPHA_METRICS = ("alpha",)
@@ -123,12 +141,15 @@ def build_rows(
     holds label, seed, step, time (the x axis) and clock (the theory's time, Σ lr)."""
     rows: list[dict[str, Any]] = []
     for info, result in measured:
+        training = info.get("training") or {}
         base = {
             "checkpoint": info["label"],
             "seed": info.get("seed"),
             "step": int(info["step"]),
             "time": float(info["time"]),
             "clock": float(info.get("clock", info["time"])),
+            "duplicate_of": info.get("duplicate_of"),
+            **{name: _number(training.get(name)) for name in TRAINING_COLUMNS},
         }
         for row in result_rows(result):
             rows.append({**base, "analysis": result.analysis, **row})
@@ -187,10 +208,12 @@ def across_seeds(
     rows: Sequence[Mapping[str, Any]], confidence: float = 0.95
 ) -> list[dict[str, Any]]:
     """Mean over seeds at each step with a t interval (``confidence``), for series of several
-    seeds of one schedule; steps that only some seeds have use those seeds."""
+    seeds of one schedule; steps that only some seeds have use those seeds. A checkpoint that
+    duplicates another's weights is not counted, and the interval of a bounded metric
+    (:data:`RANGES`) is clipped to its range."""
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for row in rows:
-        if row["value"] is None:
+        if row["value"] is None or row.get("duplicate_of"):
             continue
         key = (row["step"], row["analysis"], row["site"], row["task"], row["metric"])
         groups.setdefault(key, []).append(row)
@@ -207,6 +230,7 @@ def across_seeds(
             if sd is not None
             else None
         )
+        low, high = RANGES.get(metric, (-math.inf, math.inf))
         summary.append(
             {
                 "step": step,
@@ -216,8 +240,8 @@ def across_seeds(
                 "task": task,
                 "metric": metric,
                 "mean": mean,
-                "ci_low": mean - half if half is not None else None,
-                "ci_high": mean + half if half is not None else None,
+                "ci_low": max(mean - half, low) if half is not None else None,
+                "ci_high": min(mean + half, high) if half is not None else None,
                 "sd": sd,
                 "seeds": len(values),
             }

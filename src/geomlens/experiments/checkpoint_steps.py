@@ -57,8 +57,11 @@ def check_saved_steps(spec: str, last_step: int, unit: str = "steps") -> None:
 def thin_indices(steps: Sequence[int], spec: str) -> list[int]:
     """Indices of the entries of an ordered series (by ``steps``) that ``spec`` keeps.
 
-    ``every:K`` keeps every K-th checkpoint (the first and last always); ``log:N`` keeps, for
-    each of about N log-spaced target steps, the checkpoint nearest to it in log(1 + step).
+    ``every:K`` keeps every K-th checkpoint (the first and last always). ``log:N`` keeps N
+    checkpoints (all of them when there are N or fewer), the first and last included, spread
+    as evenly in log(1 + step) as the series allows: the one nearest to each of N evenly
+    spaced points in log(1 + step), then, where two points chose the same checkpoint, the one
+    farthest (in log(1 + step)) from those already kept, until N are kept.
     """
     if not steps:
         return []
@@ -66,7 +69,14 @@ def thin_indices(steps: Sequence[int], spec: str) -> list[int]:
     last = len(steps) - 1
     if kind == "every":
         return sorted(set(range(0, len(steps), number)) | {last})
-    targets = np.log1p(spec_steps(spec, int(max(steps))))
+    if len(steps) <= number:
+        return list(range(len(steps)))
     positions = np.log1p(np.asarray(steps, dtype=float))
-    chosen = {int(np.argmin(np.abs(positions - target))) for target in targets}
-    return sorted(chosen | {0, last})
+    targets = np.linspace(positions[0], positions[-1], number)
+    chosen = {int(np.argmin(np.abs(positions - target))) for target in targets} | {0, last}
+    while len(chosen) < number:
+        kept = positions[sorted(chosen)]
+        gaps = np.min(np.abs(positions[:, None] - kept[None, :]), axis=1)
+        gaps[sorted(chosen)] = -1.0
+        chosen.add(int(np.argmax(gaps)))
+    return sorted(chosen)

@@ -144,3 +144,18 @@ def test_run_json_declares_the_setup(every_ten):
     assert lr_sums == pytest.approx(
         [c["step"] * config.learning_rate for c in record["checkpoints"]]
     )
+
+
+def test_stages_beside_the_theorys_peak_time_and_plateau(every_ten):
+    """At a checkpoint every t = 0.1, the measured α's peak and plateau (α ≥ 0.95) fall
+    within a checkpoint or two of the exact theory's (gradient descent's O(lr) gap aside)."""
+    from geomlens.cli.dynamics import summary_lines
+
+    _, _, outcome = every_ten
+    (entry,) = [e for e in outcome.stages if e["site"] == "module:layers.0"]
+    measured, exact = entry["seeds"]["None"], entry["theory"]
+    assert measured["peak_time"] == pytest.approx(exact["peak_time"], abs=0.1)
+    assert measured["plateau_length"] == pytest.approx(exact["plateau_length"], abs=0.3)
+    assert measured["plateau_level"] == exact["plateau_level"] == 0.95
+    assert any(line.startswith("stages of alpha at module:layers.0: peak")
+               for line in summary_lines(outcome.theory, outcome.rows))  # fmt: skip

@@ -136,7 +136,7 @@ def test_the_files_a_sweep_writes(tiny_lm_run, tmp_path):
         if r["site"] == "blocks.1.hook_resid_post" and r["metric"] == "alpha"
     ]
     assert all(r["theory_layer_law"] is not None for r in middle)
-    assert outcome.to_frame().shape == (len(outcome.rows), 15)
+    assert outcome.to_frame().shape == (len(outcome.rows), 19)
 
 
 def test_modules_in_memory_sweep_without_a_folder():
