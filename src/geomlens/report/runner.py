@@ -310,6 +310,35 @@ def run_causal_lm_section(
     return section
 
 
+def _say_plan(analyses: int, section_lm: Any, progress: bool) -> None:
+    """The plan, in one line, before any work: the model, its analyses, the causal-LM section
+    where there is one, the page."""
+    section = (
+        f", then the causal-LM section's {len(CAUSAL_LM_ANALYSES)} analyses on {section_lm}"
+        if section_lm is not None
+        else ""
+    )
+    with showing_progress(progress):
+        say(
+            f"plan: load the model, run its {analyses} analyses (fused into passes by their data)"
+            f"{section}, then draw the figures and write the page"
+        )
+
+
+def _run_settings(
+    adapter: Any, quick: bool, seed: int, batch_size: int, max_length: int | None
+) -> dict[str, Any]:
+    """The model and the settings the report ran with (its provenance's middle part)."""
+    return {
+        "model": adapter.describe(),
+        "device": str(adapter.device),
+        "quick": quick,
+        "seed": seed,
+        "batch_size": batch_size,
+        "max_length": max_length,
+    }
+
+
 def build_report(
     model: Any = None,
     *,
@@ -354,17 +383,7 @@ def build_report(
     started_at = datetime.datetime.now(datetime.UTC)
     started = time.perf_counter()
     section_lm = section_model(model, analyses, causal_lm)
-    with showing_progress(progress):
-        say(
-            f"plan: load the model, run its {len(names)} analyses (fused into passes by their "
-            "data)"
-            + (
-                f", then the causal-LM section's {len(CAUSAL_LM_ANALYSES)} analyses on {section_lm}"
-                if section_lm is not None
-                else ""
-            )
-            + ", then draw the figures and write the page"
-        )
+    _say_plan(len(names), section_lm, progress)
     with showing_progress(progress), phase("loading the model"):
         if model is None or isinstance(model, (str, Path)):
             adapter = load(model, backend=backend, device=device)
@@ -397,12 +416,7 @@ def build_report(
         "report_format": REPORT_FORMAT,
         "command": " ".join(["geomlens", *sys.argv[1:]]) if sys.argv else "",
         "started_utc": started_at.isoformat(timespec="seconds"),
-        "model": adapter.describe(),
-        "device": str(adapter.device),
-        "quick": quick,
-        "seed": seed,
-        "batch_size": batch_size,
-        "max_length": max_length,
+        **_run_settings(adapter, quick, seed, batch_size, max_length),
         "passes": pass_records(passes),
         "costs": {o.name: analysis_costs(o) for o in outcomes},
         "load_seconds": round(load_seconds, 2),
