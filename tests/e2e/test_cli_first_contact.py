@@ -66,15 +66,20 @@ def test_unavailable_or_unknown_device(tmp_path, device, fragment):
 
 def test_plot_for_an_analysis_without_a_figure_is_refused_before_running(tmp_path):
     from geomlens.analyses.plotting import has_plot
-    from geomlens.analyses.registry import analysis_class, list_analyses
+    from geomlens.analyses.registry import ANALYSES, analysis_class, list_analyses
 
     without = [name for name in list_analyses() if not has_plot(analysis_class(name))]
-    if not without:  # every built-in draws: a plugin-like analysis without a plot stands in
+    planted = not without
+    if planted:  # every built-in draws: a plugin-like analysis without a plot stands in
         without = [register_minimal_analysis("test-no-figure").name]
     out = tmp_path / "r.json"
-    done = runner.invoke(
-        app, ["run", without[0], "--plot", str(tmp_path / "f.png"), "--out", str(out)]
-    )
+    try:
+        done = runner.invoke(
+            app, ["run", without[0], "--plot", str(tmp_path / "f.png"), "--out", str(out)]
+        )
+    finally:  # the listing of later tests on this worker shows the built-ins only
+        if planted:
+            ANALYSES.remove("test-no-figure")
     one_line_error(done, "draws no figure", "without --plot")
     assert not out.exists()  # checked before running, not after the JSON was written
 

@@ -46,6 +46,10 @@ FAMILIES = (*SINGLE_SCALE, TWO_SCALE, POWER)
 PARAMETERS = {**dict.fromkeys(SINGLE_SCALE, 2), TWO_SCALE: 4, POWER: 3, "flat": 1}
 # The power family's exponents searched: from a near-flat decay to one an exponential matches.
 _EXPONENTS = (0.02, 20.0)
+# Past this exponent the power law is its exponential limit on any grid we measure: β and ε
+# trade off along a flat valley ((1 + d/ε)^−β ≈ e^(−βd/ε)), so β is not identified (two float32
+# paths to the same activations gave β = 17.3 and 18.6) and the exponential family describes it.
+_EXPONENTIAL_LIMIT = 10.0
 # A two-scale fit counts only when each scale carries at least this share of the fall and
 # the slow scale is at least this many times the fast one; otherwise it is not two scales.
 MIN_SHARE = 0.1
@@ -412,7 +416,7 @@ def _fit_power(d: np.ndarray, y: np.ndarray, w: np.ndarray, within: float) -> Fi
         steps = steps / 4
     (rss,), (u,) = _power_loss(d, y, w, centre[:1], centre[1:])
     scale, exponent = (float(v) for v in np.exp(centre))
-    if not u > 0 or _edge(exponent, *_EXPONENTS):
+    if not u > 0 or _edge(exponent, *_EXPONENTS) or exponent >= _EXPONENTIAL_LIMIT:
         # No fall, or an exponent at an edge: an exponential (β → ∞) or a constant (β → 0)
         # the power law only approaches; the families that are those describe it.
         return _nan_fit(POWER, float(rss), within, w)

@@ -7,6 +7,7 @@ every scale names the grid spacing it was measured on."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from geomlens.analyses.words.guards import digit_split_years, is_null
 from geomlens.analyses.words.metric_words import metric_refused, metric_value
@@ -201,6 +202,18 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
     return lines
 
 
+def _grid_step_words(metric: Any) -> str:
+    """What one grid step of the half-width does to ⟨b⟩, where it was measured (a result
+    written before it was, read back from JSON, has none: nothing is said)."""
+    low, high, step = (metric(f"mean_b_grid_{end}") for end in ("low", "high", "step"))
+    if missing(low) or missing(high) or missing(step):
+        return ""
+    return (
+        f"; one grid step of the half-width moves it between {number(low)} and {number(high)}, "
+        f"so its resolution is ± {number(step)}"
+    )
+
+
 def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
     """⟨b⟩ at the half-width and the regime it gives (none read below d₁), and ⟨b⟩ at both
     scales of a two-scale fit."""
@@ -217,10 +230,7 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
         spanned = regimes_spanned(low, high)
         found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
-            f"of the stimuli (itself included) ({interval(low, high)}; one grid step of the "
-            f"half-width moves it between {number(metric('mean_b_grid_low'))} and "
-            f"{number(metric('mean_b_grid_high'))}, so its resolution is ± "
-            f"{number(metric('mean_b_grid_step'))})"
+            f"of the stimuli (itself included) ({interval(low, high)}{_grid_step_words(metric)})"
         )
         if regime == "set by the grid":
             lines.append(
