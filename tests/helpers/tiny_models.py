@@ -109,7 +109,8 @@ def tiny_decoder(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     """Any Hugging Face causal-LM family by ``config.model_type`` (``"gpt_neox"``, ``"gemma2"``,
     ``"mistral"``, ``"opt"``, ...): 2 layers, width 32, 4 heads (2 key/value heads where the
-    family has them), MLP width 64; ``config`` overrides or adds family-specific fields."""
+    family has them), MLP width 64; ``config`` overrides any of these or adds family-specific
+    fields."""
     tokenizer = tiny_tokenizer()
     shape: dict[str, object] = {
         "hidden_size": 32,
@@ -127,7 +128,9 @@ def tiny_decoder(
     # Only the fields this family's config has: a stray one (grouped KV heads on GPT-NeoX) is
     # ignored by transformers but read by TransformerLens, and the two would disagree.
     defaults = AutoConfig.for_model(model_type)
-    known = {key: value for key, value in shape.items() if _settable(defaults, key)}
+    known = {
+        key: value for key, value in shape.items() if _settable(defaults, key) and key not in config
+    }
     hf_config = AutoConfig.for_model(model_type, **known, **config)
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(hf_config).eval(), tokenizer

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.tiny_models import MAX_POSITIONS, tiny_tokenizer
-from transformers import LlamaConfig, LlamaForCausalLM
+from helpers.tiny_models import tiny_decoder
+from transformers import PreTrainedModel
 
 import geomlens as gl
 from geomlens.checks import reference
@@ -21,26 +21,11 @@ def failing(checks) -> dict[str, str]:
     return {c.name: c.detail for c in checks if not c.passed}
 
 
-def deep_llama() -> tuple[LlamaForCausalLM, object]:
+def deep_llama() -> tuple[PreTrainedModel, object]:
     """30 blocks (SmolLM2-135M's depth), width 32, weights drawn 20× wider than Llama's default
     (initializer_range 0.4): the residual stream grows to ~1e2 and float32 round-off to ~1e-5 of
     its scale at the deep blocks, the regime where the fixed 1e-5 failed SmolLM2."""
-    tokenizer = tiny_tokenizer()
-    config = LlamaConfig(
-        hidden_size=32,
-        intermediate_size=96,
-        num_hidden_layers=30,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=MAX_POSITIONS,
-        initializer_range=0.4,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval(), tokenizer
+    return tiny_decoder("llama", num_hidden_layers=30, intermediate_size=96, initializer_range=0.4)
 
 
 @pytest.fixture(scope="module")
