@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geomlens.analyses.spec import Example, MetricSpec, headline_names, specs_by_name
+from geomlens.data.corpus import DEFAULT_CORPUS_SIZE
+from geomlens.formatting import plain_words
 
 #: An analysis class (``geomlens.analyses.base.Analysis``, which imports this module: named
 #: here without importing it, so the declarations stay free of torch).
@@ -32,6 +34,7 @@ __all__ = [
     "BUNDLED_CORPUS",
     "AnalysisConfig",
     "Declaration",
+    "first_paragraph",
     "folder_name",
     "option",
     "option_lines",
@@ -39,7 +42,10 @@ __all__ = [
 
 #: The words for the default data of an analysis that ships none of its own (the base class's
 #: ``default_data``: :func:`geomlens.data.corpus.corpus_dataset` at its default size).
-BUNDLED_CORPUS = "The bundled English corpus: 64 paragraphs of Python standard-library docstrings."
+BUNDLED_CORPUS = (
+    f"The bundled English corpus: {DEFAULT_CORPUS_SIZE} paragraphs of Python standard-library "
+    "docstrings."
+)
 
 
 def option(
@@ -190,21 +196,22 @@ class Declaration:
 
 
 def _first_line(text: str | None) -> str:
-    from geomlens.formatting import plain_words
-
     return plain_words((text or "").strip().splitlines()[0]) if text and text.strip() else ""
+
+
+def first_paragraph(function: Any) -> str:
+    """The first paragraph of ``function``'s docstring, on one line, without Sphinx markup ('' without
+    one): it is shown to users (``geomlens list``, the page)."""
+    return plain_words(" ".join((function.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
 def _default_data_words(analysis: AnalysisClass) -> str:
     """A class's default data in words: the first paragraph of its ``default_data`` docstring
     (the bundled corpus when it keeps the base class's)."""
-    from geomlens.formatting import plain_words
-
     method = analysis.default_data
     if method.__qualname__ == "Analysis.default_data":  # the base class's: the bundled corpus
         return BUNDLED_CORPUS
-    paragraph = " ".join((method.__doc__ or "").strip().split("\n\n")[0].split())
-    return plain_words(paragraph) or "Its own shipped data (see its documentation)."
+    return first_paragraph(method) or "Its own shipped data (see its documentation)."
 
 
 def option_lines(config: type[AnalysisConfig]) -> list[str]:

@@ -116,14 +116,6 @@ def quick_subset(dataset: Dataset, max_rows: int = QUICK_ROWS) -> Dataset:
     return subset(dataset, np.sort(np.concatenate(kept)))
 
 
-def first_paragraph(function: Any) -> str:
-    """The first paragraph of ``function``'s docstring, on one line, without Sphinx markup ('' without
-    one): it is shown to users (``geomlens list``, the page)."""
-    from geomlens.formatting import plain_words
-
-    return plain_words(" ".join((function.__doc__ or "").strip().split("\n\n")[0].split()))
-
-
 def default_data_description(analysis: type[Analysis] | str) -> str:
     """What an analysis (a class or a name) runs on when given no data, in words: its
     declaration's ``default_data``."""

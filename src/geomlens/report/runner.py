@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from geomlens.analyses.declaration import first_paragraph
 from geomlens.analyses.registry import analysis_class, builtin_analyses
 from geomlens.progress import phase, say, showing_progress
 from geomlens.report.causal_lm import (
@@ -31,7 +32,6 @@ from geomlens.report.plan import (
     PlannedAnalysis,
     ReportPass,
     build_analysis,
-    first_paragraph,
     plan_passes,
     planned_name,
 )
