@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from geomlens.cli.errors import check_batch_size, check_seed, fail, one_line_errors
-from geomlens.cli.options import parse_option
+from geomlens.cli.options import DeviceOption, DtypeOption, parse_option
 
 experiment_app = typer.Typer(
     help="Train a theory's network with checkpoints and its setup in run.json (then sweep it).",
@@ -74,12 +74,8 @@ def sweep_command(
         ),
     ] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of every analysis.")] = 0,
-    device: Annotated[
-        str | None, typer.Option("--device", help="cpu, cuda, cuda:N or mps (every checkpoint).")
-    ] = None,
-    dtype: Annotated[
-        str | None, typer.Option("--dtype", help="Weights: float32 (default), bfloat16, float16.")
-    ] = None,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     device_map: Annotated[
         str | None,
         typer.Option("--device-map", help="'auto' spreads a checkpoint too large for one device."),

@@ -23,6 +23,7 @@ __all__ = [
     "ModelArgument",
     "ModelOption",
     "SeedOption",
+    "DtypeOption",
     "TrustRemoteCodeOption",
     "parse_option",
 ]
@@ -53,6 +54,10 @@ MaxLengthOption = Annotated[
     typer.Option("--max-length", help="Truncate inputs to this many tokens (default: keep all)."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every random choice.")]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option("--dtype", help="Model weights: float32 (default), bfloat16 or float16."),
+]
 
 
 def parse_option(text: str) -> tuple[str, Any]:

@@ -24,6 +24,7 @@ from geomlens.cli.options import (
     BackendOption,
     BatchSizeOption,
     DeviceOption,
+    DtypeOption,
     MaxLengthOption,
     ModelOption,
     SeedOption,
@@ -129,10 +130,7 @@ def run_command(
     ] = None,
     seed: SeedOption = 0,
     trust_remote_code: TrustRemoteCodeOption = False,
-    dtype: Annotated[
-        str | None,
-        typer.Option("--dtype", help="Model weights: float32 (default), bfloat16 or float16."),
-    ] = None,
+    dtype: DtypeOption = None,
     checkpoint: Annotated[
         Path | None,
         typer.Option(

@@ -134,6 +134,21 @@ class ArchitectureTable:
         return path, read
 
 
+def _block(*, attn: str, mid: SiteRead, up: str, down: str, mlp_out: str) -> dict[str, SiteRead]:
+    """The seven block sites, read the same way in every layout but ``hook_resid_mid``:
+    ``up`` is the MLP's first projection (its output is the hidden layer before the activation),
+    ``down`` its output projection (whose input is the hidden layer after it)."""
+    return {
+        "hook_resid_pre": SiteRead("", "input"),
+        "hook_attn_out": SiteRead(attn),
+        "hook_resid_mid": mid,
+        "mlp.hook_pre": SiteRead(up),
+        "mlp.hook_post": SiteRead(down, "input"),
+        "hook_mlp_out": SiteRead(mlp_out),
+        "hook_resid_post": SiteRead(""),
+    }
+
+
 def _pre_ln_block(
     *, attn: str, ln2: str, mlp: str, mlp_pre: str, mlp_post: str
 ) -> dict[str, SiteRead]:
@@ -142,15 +157,7 @@ def _pre_ln_block(
     ``resid_mid`` is the input of the second norm; ``mlp.hook_post`` is the input of the MLP's
     output projection (for a gated MLP that is ``act(gate) * up``, as TransformerLens defines it).
     """
-    return {
-        "hook_resid_pre": SiteRead("", "input"),
-        "hook_attn_out": SiteRead(attn),
-        "hook_resid_mid": SiteRead(ln2, "input"),
-        "mlp.hook_pre": SiteRead(mlp_pre),
-        "mlp.hook_post": SiteRead(mlp_post, "input"),
-        "hook_mlp_out": SiteRead(mlp),
-        "hook_resid_post": SiteRead(""),
-    }
+    return _block(attn=attn, mid=SiteRead(ln2, "input"), up=mlp_pre, down=mlp_post, mlp_out=mlp)
 
 
 GPT2 = ArchitectureTable(
@@ -244,15 +251,7 @@ def _post_ln_block(*, attn: str, attn_norm: str, up: str, down: str) -> dict[str
     """Reads of a post-LayerNorm block: ``attn`` / ``down`` are the attention and MLP output
     projections, ``attn_norm`` the LayerNorm after the attention's residual add, ``up`` the MLP's
     first projection (its output is the hidden layer before the activation)."""
-    return {
-        "hook_resid_pre": SiteRead("", "input"),
-        "hook_attn_out": SiteRead(attn),
-        "hook_resid_mid": SiteRead(attn_norm),
-        "mlp.hook_pre": SiteRead(up),
-        "mlp.hook_post": SiteRead(down, "input"),
-        "hook_mlp_out": SiteRead(down),
-        "hook_resid_post": SiteRead(""),
-    }
+    return _block(attn=attn, mid=SiteRead(attn_norm), up=up, down=down, mlp_out=down)
 
 
 BERT = ArchitectureTable(
