@@ -28,7 +28,12 @@ engine will and checks what every analysis must give. Each property is a named :
 - ``json``: the result survives ``to_json`` / ``from_json`` unchanged;
 - ``plot-from-json``: the analysis draws a figure (a matplotlib figure with axes) from the JSON
   copy, reading only what survives;
-- ``cross-backend``: another backend's adapter of the same model gives the same result.
+- ``cross-backend``: another backend's adapter of the same model gives the same result;
+- ``reading-through-metrics``: the analysis's reading (if it has one) writes numbers only
+  through its metrics and declared derived quantities (its module imports none of the bare
+  number formatters and writes no number with an f-string format), and its sentences on the
+  example's result pass the report's page checker (no share over 100 %, no cosine outside
+  [−1, 1], no "undefined", no identifier in prose, …).
 
 A check that cannot run says why (:class:`CheckSkipped`: e.g. no second backend given, or two
 processes where ``fork`` does not exist). Three ways in:
@@ -677,6 +682,58 @@ def _check_cross_backend(subject: Subject) -> None:
                      BACKEND_TOLERANCE)  # fmt: skip
 
 
+#: The bare number formatters a reading may not import: it writes numbers through metrics.
+BARE_FORMATTERS = frozenset({"number", "percent", "quantity"})
+
+
+def bare_numbers(source: str) -> list[str]:
+    """Where a reading's module ``source`` writes a number around its metrics: an import of a
+    bare formatter (:data:`BARE_FORMATTERS`) or an f-string with a format (``{x:.3f}``)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = {alias.name for alias in node.names} & BARE_FORMATTERS
+            found += [f"line {node.lineno}: imports {name}" for name in sorted(names)]
+        elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            found.append(f"line {node.lineno}: an f-string formats a number itself")
+    return found
+
+
+def _check_reading_through_metrics(subject: Subject) -> None:
+    import inspect
+
+    from geomlens.report.page_check import check_text
+
+    reading = getattr(subject.cls, "reading", None)
+    if not callable(reading):
+        raise CheckSkipped("the analysis has no reading (the report lists its metrics)")
+    module = inspect.getmodule(reading)
+    where = getattr(module, "__name__", "its module")
+    try:
+        source = inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    bare = bare_numbers(source) if source else []
+    if bare:
+        raise AnalysisContractError(
+            f"reading-through-metrics: {where} writes numbers around its metrics' guards "
+            f"({'; '.join(bare)}); write each through metric_value / metric_interval, or a "
+            "derived quantity with its own MetricSpec through derived_value "
+            "(geomlens.analyses.words.reading_words)."
+        )
+    text = reading(_through_json(subject.whole))
+    paragraphs = [text] if isinstance(text, str) else list(text)
+    found = [str(problem) for paragraph in paragraphs for problem in check_text(paragraph)]
+    if found:
+        raise AnalysisContractError(
+            f"reading-through-metrics: the reading of the example's result says what no reader "
+            f"should meet: {'; '.join(found[:3])}"
+            + (f" (and {len(found) - 3} more)" if len(found) > 3 else "")
+        )
+
+
 #: Every check, in the order they run.
 CHECKS: tuple[Check, ...] = (
     Check("merge", "two halves merged give one pass", _check_merge),
@@ -701,6 +758,8 @@ CHECKS: tuple[Check, ...] = (
     Check("json", "the result round-trips through JSON", _check_json),
     Check("plot-from-json", "a figure is drawn from the JSON copy", _check_plot_from_json),
     Check("cross-backend", "another backend gives the same result", _check_cross_backend),
+    Check("reading-through-metrics", "the reading writes numbers only through metrics",
+          _check_reading_through_metrics),
 )  # fmt: skip
 
 

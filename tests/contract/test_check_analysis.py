@@ -2,7 +2,8 @@
 registered analysis runs the same checks one by one in tests/contract/), and planted breaches
 of it (a merge that drops a count, a kept batch tensor, a host read per batch, a plot that reads
 what JSON loses or draws nothing, a state that does not round-trip, a finalize that spends the
-state, a merge that changes the other instance or takes another config, a merge that raises)
+state, a merge that changes the other instance or takes another config, a merge that raises,
+a reading that formats its own numbers or names a hook in prose)
 are each caught and named, and a check that raises leaves the others running."""
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import planted_readings
 from helpers.tiny_models import tiny_gpt2
 
 import geomlens as gl
 from geomlens.analyses.base import Analysis, AnalysisConfig, Batch, option
 from geomlens.analyses.registry import analysis_class
+from geomlens.analyses.words.reading_words import metric_value
 from geomlens.results import Result
 from geomlens.testing import CHECKS, AnalysisContractError, check_analysis
 
@@ -85,6 +88,10 @@ class _Sums(Analysis):
         figure = Figure()
         figure.subplots().bar(["mean norm"], [result.metrics["mean_norm"]])
         return figure
+
+    @staticmethod
+    def reading(result: Result) -> list[str]:
+        return [f"The mean norm is {metric_value(result, 'mean_norm')}."]
 
 
 class _MergeDropsACount(_Sums):
@@ -156,6 +163,16 @@ class _MergeWithoutConfigCheck(_Sums):
         self.count += other.count
 
 
+class _ReadingFormatsItself(_Sums):
+    reading = staticmethod(planted_readings.formats_its_own_number)
+
+
+class _ReadingNamesAHook(_Sums):
+    @staticmethod
+    def reading(result: Result) -> list[str]:
+        return [f"At {SITE} the mean norm is {metric_value(result, 'mean_norm')}."]
+
+
 def test_a_correct_analysis_passes(adapter):
     assert check_analysis(_Sums, adapter, TEXTS) == ONE_BACKEND
 
@@ -179,6 +196,8 @@ ALSO_BROKEN = {
         (_FinalizeSpendsTheState, "finalize-twice", "a second finalize() raised"),
         (_MergeEmptiesTheOther, "merge-leaves-other", "changed the other instance's state"),
         (_MergeWithoutConfigCheck, "merge-checks-config", "another config (pooling='last')"),
+        (_ReadingFormatsItself, "reading-through-metrics", "imports number"),
+        (_ReadingNamesAHook, "reading-through-metrics", "identifier"),
     ],
     ids=[
         "merge-drops-a-count",
@@ -191,6 +210,8 @@ ALSO_BROKEN = {
         "finalize-spends-the-state",
         "merge-empties-the-other",
         "merge-without-config-check",
+        "reading-formats-itself",
+        "reading-names-a-hook",
     ],  # fmt: skip
 )
 def test_a_planted_breach_is_named(adapter, planted, check, detail):

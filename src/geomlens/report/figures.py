@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from geomlens.analyses.words.guards import AT_CHANCE, at_chance
-from geomlens.analyses.words.metric_words import metric_refused
-from geomlens.analyses.words.reading_words import interval, regimes_spanned
+from geomlens.analyses.spec import MetricSpec
+from geomlens.analyses.words.guards import AT_CHANCE, at_chance, within
+from geomlens.analyses.words.reading_words import (
+    derived_value,
+    metric_interval,
+    metric_refused,
+    metric_value,
+    regimes_spanned,
+)
 from geomlens.atomic_files import atomic_save_figure
-from geomlens.report.readings import layer_label, number, per_site
+from geomlens.formatting import percent
+from geomlens.report.readings import layer_label, per_site
 from geomlens.results import Result
 
 if TYPE_CHECKING:
@@ -28,6 +35,28 @@ if TYPE_CHECKING:
 
 #: Resolution of the saved figures.
 FIGURE_DPI = 110
+
+#: Quantities the theory figures derive from the results, each written through its own spec
+#: (units, digits, guards), as a metric is.
+FRONT_NEAREST_B = MetricSpec(
+    "front_nearest_b",
+    "ball measure b of the front's nearest point",
+    guards=(within(0.0, 1.0, "a ball measure"),),
+)
+FRONT_NEAREST_DISTANCE = MetricSpec("front_nearest_distance", "distance to the front")
+REGIME_AGREEMENT = MetricSpec(
+    "regime_agreement_share",
+    "share of bootstrap resamples that read the same regime",
+    format=lambda value: percent(value, 2),
+    guards=(within(0.0, 1.0, "a share"),),
+)
+DEPTH_LAW_GAP = MetricSpec("depth_law_gap", "largest departure of α from the depth law")
+MEAN_INTERVAL_WIDTH = MetricSpec(
+    "alpha_mean_interval_width", "mean width of α's 95 % intervals over the layers"
+)
+CROSSING_SIZE = MetricSpec(
+    "n_star_pool", "held-out sequences at which the bound reaches log2 V", "sequences"
+)
 
 
 @dataclass
@@ -183,29 +212,35 @@ def _plane_words(
     words = [
         intro,
         f"The last site, {layer_label(last)}, is nearest to the front's point with "
-        f"b = {number(float(position.b))} (in the {resolution.regime(float(position.b))} "
-        f"part of the front), at distance {number(float(position.distance))}.",
+        f"b = {derived_value(source, f'{last}.front_nearest_b', float(position.b), FRONT_NEAREST_B)} "
+        f"(in the {resolution.regime(float(position.b))} part of the front), at distance "
+        + derived_value(
+            source,
+            f"{last}.front_nearest_distance",
+            float(position.distance),
+            FRONT_NEAREST_DISTANCE,
+        )
+        + ".",
     ]
     mean_b = source.metrics.get(f"{last}.mean_b", math.nan)
+    mean_b_words = f"⟨b⟩ = {metric_value(source, f'{last}.mean_b')} at the fitted half-width "
+    mean_b_words += f"({metric_interval(source, f'{last}.mean_b')})"
     if not math.isnan(mean_b):
         low = source.metrics.get(f"{last}.mean_b_ci_low", math.nan)
         high = source.metrics.get(f"{last}.mean_b_ci_high", math.nan)
         spanned = regimes_spanned(low, high)
         if len(spanned) > 1:
             words.append(
-                f"Its ⟨b⟩ = {number(mean_b)} at the fitted half-width ({interval(low, high)}) "
-                f"spans the {' and '.join(spanned)} regimes, so no regime is named."
+                f"Its {mean_b_words} spans the {' and '.join(spanned)} regimes, so no regime is "
+                "named."
             )
             return words
         agreement = source.metrics.get(f"{last}.regime_agreement", math.nan)
-        sure = (
-            ""
-            if math.isnan(agreement)
-            else f"; {100 * agreement:.0f} % of the bootstrap resamples agree"
-        )
+        share = derived_value(source, f"{last}.regime_agreement_share", agreement, REGIME_AGREEMENT)
+        sure = "" if math.isnan(agreement) else f"; {share} of the bootstrap resamples agree"
         words.append(
-            f"Its regime is read from ⟨b⟩ = {number(mean_b)} at the fitted half-width "
-            f"({interval(low, high)}): {resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
+            f"Its regime is read from {mean_b_words}: "
+            f"{resolution.regime(min(max(mean_b, 0.0), 1.0))}{sure}."
         )
     return words
 
@@ -240,7 +275,9 @@ def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> Theory
     words = [
         "For a balanced deep linear network the theory says artanh α moves linearly from the "
         "first layer to the last (dashed line, drawn through the model's own end points).",
-        f"The model departs from that line by at most {number(gap)}: the departure is what the "
+        "The model departs from that line by at most "
+        f"{derived_value(source, f'{sites[-1]}.depth_law_gap', gap, DEPTH_LAW_GAP)}: the "
+        "departure is what the "
         "nonlinearities and training of a real network add to the linear picture.",
     ]
     if tasks:
@@ -249,7 +286,11 @@ def abstraction_with_depth_law(results: dict[str, Result], path: Path) -> Theory
         mean_width = float(np.mean(widths))
         sure = "larger" if gap > mean_width / 2 else "no larger"
         words.append(
-            f"Its 95 % intervals (tasks and contexts resampled) are {number(mean_width)} wide "
+            "Its 95 % intervals (tasks and contexts resampled) are "
+            + derived_value(
+                source, f"{sites[-1]}.alpha_mean_interval_width", mean_width, MEAN_INTERVAL_WIDTH
+            )
+            + " wide "
             f"on average, so the departure is {sure} than the uncertainty of the points."
         )
     return TheoryFigure("Abstraction against the depth law", path.name, words)
@@ -288,10 +329,14 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
     used = ssd.bound(**common, N=known["N"], eps_loss=eps_loss, eta=eta).total
     figure, axes = _axes(f"SSD bound at {layer_label(site)}")
     axes.plot(sizes, totals, label="bound U(N)")
-    axes.plot(known["N"], used, "o", label=f"this run, N = {number(known['N'])}")
+    held_out = metric_value(source, f"{site}.heldout_sequences")
+    n_star = derived_value(
+        source, f"{site}.n_star_pool", crossing, CROSSING_SIZE, (f"{site}.bound",)
+    )
+    axes.plot(known["N"], used, "o", label=f"this run, N = {held_out}")
     axes.axhline(math.log2(known["V"]), color="k", linestyle="--", label="log2 V (guessing)")
     if math.isfinite(crossing):
-        axes.axvline(crossing, color="tab:red", linestyle="-.", label=f"N* = {number(crossing)}")
+        axes.axvline(crossing, color="tab:red", linestyle="-.", label=f"N* = {n_star}")
     axes.set_xscale("log")
     axes.set_xlabel("held-out sequences N")
     axes.set_ylabel("bits per token")
@@ -299,8 +344,8 @@ def ssd_bound_with_model(results: dict[str, Result], path: Path) -> TheoryFigure
     save_figure(figure, path)
     saturated = metric_refused(source, f"{site}.bound")
     reached = (
-        f"With this run's pool and losses it reaches that line at N* = {number(crossing)} "
-        f"sequences; this run used N = {number(known['N'])}."
+        f"With this run's pool and losses it reaches that line at N* = {n_star}; this run used "
+        f"N = {held_out}."
         if saturated is None
         else "This run's pool is saturated, so the curve drawn from it (and its N*) says "
         "nothing about the model and is not read."

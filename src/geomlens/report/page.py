@@ -13,14 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from geomlens.analyses.registry import analysis_class
 from geomlens.analyses.words.metric_words import (
-    NOT_MEASURED,
     metric_label,
     metric_name,
-    metric_spec,
     metric_unit,
     metric_value,
 )
-from geomlens.formatting import duration, layer_label, number, split_metric
+from geomlens.formatting import duration, layer_label
 from geomlens.report import figures, readings
 from geomlens.report.causal_lm import SECTION_FOLDER, CausalLMSection
 from geomlens.report.folder import publish, start_staging
@@ -95,13 +93,7 @@ def _section(outcome: Any, folder: Any, prefix: str = "") -> dict[str, Any]:
 def cell_text(result: Any, key: str) -> str:
     """A headline cell: the number (its unit is in the column's header), or, when a guard of
     its metric spec refuses it, the guard's words instead (never the number as a finding)."""
-    sites = readings.result_sites(result)
-    spec = metric_spec(split_metric(key, sites)[1], result.analysis)
-    refused = spec.blocked(result, key) if spec is not None else None
-    if refused is not None:
-        return refused
-    value = result.metrics[key]
-    return NOT_MEASURED if value is None or value != value else number(value, 3)
+    return metric_value(result, key, 3, unit=False)
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:

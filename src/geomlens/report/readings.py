@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.analyses.words.metric_words import (
+    metric_interval,
     metric_label,
     metric_name,
-    metric_refused,
     metric_value,
 )
 from geomlens.analyses.words.reading_words import per_site
-from geomlens.formatting import layer_label, number
+from geomlens.formatting import layer_label
 from geomlens.results import Result
 
-__all__ = ["headline", "headline_names", "layer_label", "number", "per_site", "read"]
+__all__ = ["headline", "headline_names", "layer_label", "per_site", "read"]
 
 #: Metrics shown by the fallback reading.
 FALLBACK_METRICS = 6
@@ -115,12 +115,9 @@ def headline(result: Result) -> str:
             if key not in result.metrics or "_ci_" in name or _nan(result.metrics[key]):
                 continue
             text = f"{metric_name(name)} {metric_value(result, key)}"
-            low, high = f"{site}.{name}_ci_low", f"{site}.{name}_ci_high"
-            refused = metric_refused(result, key) is not None  # its interval is not read either
-            if low in result.metrics and high in result.metrics and not refused:
-                text += (
-                    f" (95 % interval {metric_value(result, low)} to {metric_value(result, high)})"
-                )
+            interval = metric_interval(result, key)  # refused with the metric, never alone
+            if interval.startswith("95 %"):
+                text += f" ({interval})"
             parts.append(text)
         return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
     summary = [k for k in result.metrics if k.startswith("summary.")]

@@ -49,7 +49,10 @@ def test_a_loss_below_the_uniform_guess_is_read_with_its_reference():
         lm_loss_base=4.65, lm_loss_linearized=8.70, lm_loss_change=4.05, lm_loss_uniform=10.8
     )
     text = " ".join(reading(result))
-    assert "goes from 4.65 to 8.7 nats (a uniform guess over the vocabulary scores 10.8)" in text
+    assert (
+        "goes from 4.65 nats to 8.7 nats (a uniform guess over the vocabulary scores 10.8 nats)"
+        in text
+    )
     specs = {spec.name: spec for spec in METRIC_SPECS}
     assert specs["lm_loss_change"].blocked(result, "fidelity.lm_loss_change") is None
 
@@ -70,7 +73,9 @@ def test_the_held_out_loss_is_read_when_the_concept_word_loss_is_refused():
         }
     )
     text = " ".join(reading(result))
-    held_out = "on held-out English (paragraphs of the bundled corpus) goes from 4.65 to 8.7 nats"
+    held_out = (
+        "on held-out English (paragraphs of the bundled corpus) goes from 4.65 nats to 8.7 nats"
+    )
     assert held_out in text
     assert "not read: the model's next-token loss on the concept words themselves" in text
     specs = {spec.name: spec for spec in METRIC_SPECS}

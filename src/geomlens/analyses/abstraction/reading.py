@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.metric_words import metric_refused
 from geomlens.analyses.words.reading_words import (
+    count,
     extremes,
-    interval,
     layer_label,
+    metric_interval,
+    metric_refused,
+    metric_value,
     missing,
-    number,
     per_site,
     ranked,
     site_row,
 )
 from geomlens.results import Result
 
-
-def _rows(count: float | None) -> str:
-    if count is None or math.isnan(count):
-        return "an unknown number of rows"
-    return f"{number(count)} row{'' if count == 1 else 's'}"
+from .metrics import AT_THE_CEILING
 
 
 def reading(result: Result) -> list[str]:
@@ -45,31 +42,32 @@ def reading(result: Result) -> list[str]:
         return lines
     row = site_row(result, best)
     tasks = row.get("alpha_tasks") or row.get("tasks", "the concept sets")
-    size = _rows(metrics.get(f"{best}.rows_per_cell"))
+    size = count(metrics.get(f"{best}.rows_per_cell"), "row")
     p95 = metrics.get(f"{best}.alpha_null_p95")
     null = result.config.get("null", "within-context")
     where = "inside each context" if null == "within-context" else "across contexts"
     above = p95 is not None and not math.isnan(p95) and alpha[best] > p95
-    best_interval = interval(
-        metrics.get(f"{best}.alpha_ci_low"), metrics.get(f"{best}.alpha_ci_high")
-    )
+    best_interval = metric_interval(result, f"{best}.alpha")
     if ranked(alpha, _intervals(result, "alpha", alpha)) == best:
         raw = (
             f"The raw α (at {size} per cell, the mean over {tasks}) is highest at "
-            f"{layer_label(best)} ({number(alpha[best])}, {best_interval} for the mean, tasks "
-            f"and contexts resampled) and lowest at {layer_label(worst)} ({number(alpha[worst])})."
+            f"{layer_label(best)} ({metric_value(result, f'{best}.alpha')}, {best_interval} for "
+            "the mean, tasks and contexts resampled) and lowest at "
+            f"{layer_label(worst)} ({metric_value(result, f'{worst}.alpha')})."
         )
     else:
         raw = (
             f"The raw α (at {size} per cell, the mean over {tasks}) ranges from "
-            f"{number(alpha[worst])} to {number(alpha[best])} across the layers, but their "
+            f"{metric_value(result, f'{worst}.alpha')} to {metric_value(result, f'{best}.alpha')} "
+            "across the layers, but their "
             "95 % intervals overlap, so no layer is named as the highest."
         )
     lines.append(raw)
     if p95 is not None and not math.isnan(p95):
         lines.append(
             f"With the concept label shuffled {where} ({null} null), the mean α there stays "
-            f"below {number(p95)} in 95 % of shuffles; the measured {number(alpha[best])} is "
+            f"below {metric_value(result, f'{best}.alpha_null_p95')} in 95 % of shuffles; the "
+            f"measured {metric_value(result, f'{best}.alpha')} is "
             + ("above it." if above else "not above it: no shared direction is measured there.")
         )
     return lines
@@ -89,28 +87,49 @@ def _intervals(
 def _corrected_lines(result: Result, corrected: dict[str, float]) -> list[str]:
     """The noise-corrected α: the highest layer only when its interval lies above every other
     layer's; otherwise the range, with no layer named."""
-    readable = {
-        s: v for s, v in corrected.items() if not metric_refused(result, f"{s}.alpha_corrected")
-    }
-    if corrected and not readable and any(not missing(v) for v in corrected.values()):
-        why = str(metric_refused(result, f"{extremes(corrected)[0]}.alpha_corrected"))
+    refusals = {s: metric_refused(result, f"{s}.alpha_corrected") for s in corrected}
+    readable = {s: v for s, v in corrected.items() if refusals[s] is None}
+    ceiling = [s for s, why in refusals.items() if (why or "").startswith(AT_THE_CEILING)]
+    if (
+        corrected
+        and not readable
+        and not ceiling
+        and any(not missing(v) for v in corrected.values())
+    ):
+        why = str(refusals[extremes(corrected)[0]])
         return [
             f"Corrected for noise, α is not read at any layer ({why.removeprefix('not read: ')})."
         ]
-    corrected = readable
-    top, bottom = extremes(corrected)
+    lines = []
+    if ceiling:  # past ±1 by noise in the correction: words, never a number past a cosine's range
+        tasks = site_row(result, ceiling[0]).get(
+            "alpha_corrected_tasks", "the sets with several rows"
+        )
+        where = "every layer" if len(ceiling) == len(corrected) else _layers(ceiling)
+        lines.append(
+            f"Corrected for noise, α is {refusals[ceiling[0]]}, at {where} (the mean over {tasks})."
+        )
+    top, bottom = extremes(readable)
     if not top:
-        return []
+        return lines
     tasks = site_row(result, top).get("alpha_corrected_tasks", "the sets with several rows")
-    if ranked(corrected, _intervals(result, "alpha_corrected", corrected)) == top:
-        low = result.metrics.get(f"{top}.alpha_corrected_ci_low")
-        high = result.metrics.get(f"{top}.alpha_corrected_ci_high")
-        return [
+    # A layer at the ceiling may be the highest: no layer is named beside one.
+    if not ceiling and ranked(readable, _intervals(result, "alpha_corrected", readable)) == top:
+        key = f"{top}.alpha_corrected"
+        return lines + [
             f"Corrected for noise, α is highest at {layer_label(top)}: "
-            f"{number(corrected[top])} ({interval(low, high)}), the mean over {tasks}."
+            f"{metric_value(result, key)} ({metric_interval(result, key)}), the mean over {tasks}."
         ]
-    return [
-        f"Corrected for noise, α ranges from {number(corrected[bottom])} to "
-        f"{number(corrected[top])} across the layers (the mean over {tasks}), but the layers' "
-        "95 % intervals overlap, so no layer is named as the highest."
+    return lines + [
+        f"Corrected for noise, α ranges from {metric_value(result, f'{bottom}.alpha_corrected')} "
+        f"to {metric_value(result, f'{top}.alpha_corrected')} across the layers (the mean over "
+        f"{tasks}), but "
+        + ("a layer is at the ceiling" if ceiling else "the layers' 95 % intervals overlap")
+        + ", so no layer is named as the highest."
     ]
+
+
+def _layers(sites: list[str]) -> str:
+    """Sites in words, joined: "layer 3, layer 4 and layer 5"."""
+    labels = [layer_label(site) for site in sites]
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.reading_words import layer_label, number, per_site, percent
+from geomlens.analyses.words.reading_words import (
+    derived_value,
+    layer_label,
+    metric_value,
+    per_site,
+)
 from geomlens.results import Result
+
+from .metrics import NORM_GROWTH
 
 
 def reading(result: Result) -> list[str]:
@@ -14,18 +21,21 @@ def reading(result: Result) -> list[str]:
     if not norms:
         return []
     sites = list(norms)
+    first, last = (f"{site}.mean_norm" for site in (sites[0], sites[-1]))
     growth = norms[sites[-1]] / norms[sites[0]] if norms[sites[0]] else math.nan
+    grown = derived_value(result, f"{sites[-1]}.{NORM_GROWTH.name}", growth, NORM_GROWTH)
     lines = [
-        f"The mean token norm goes from {number(norms[sites[0]])} at {layer_label(sites[0])} to "
-        f"{number(norms[sites[-1]])} at {layer_label(sites[-1])} (× {number(growth)}): "
-        "this is the scale the other analyses' representations live at."
+        f"The mean token norm goes from {metric_value(result, first)} at "
+        f"{layer_label(sites[0])} to {metric_value(result, last)} at {layer_label(sites[-1])} "
+        f"(grown {grown}): this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.__getitem__) if dead else None
     # A residual-stream dimension has no activation function: one that stays negative on every
     # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:
         text = (
-            f"{percent(dead[worst])} of the dimensions at {layer_label(worst)} were never "
+            f"{metric_value(result, f'{worst}.dead_fraction')} of the dimensions at "
+            f"{layer_label(worst)} were never "
             "positive on this data."
         )
         if "resid" in worst:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import math
 
 from geomlens.analyses.words.reading_words import (
+    derived_value,
     extremes,
     layer_label,
     mean_of,
-    number,
+    metric_value,
     per_site,
     site_row,
 )
 from geomlens.results import Result
 
-from .metrics import AT_CHANCE
+from .metrics import AT_CHANCE, ONE_ROW_SETS
 
 
 def reading(result: Result) -> list[str]:
@@ -38,15 +39,17 @@ def reading(result: Result) -> list[str]:
         )
         return lines
     lines.append(
-        f"The best site is {layer_label(best)}: CCGP {number(ccgp[best])}, the mean over {tasks}."
+        f"The best site is {layer_label(best)}: CCGP {metric_value(result, f'{best}.ccgp')}, the "
+        f"mean over {tasks}."
     )
     within = [r for r in rows if not math.isnan(mean_of([r], "within_context_accuracy"))]
     without = [r for r in rows if r not in within]
     if within:
         lines.append(
             f"For {', '.join(r['task'] for r in within)}, whose contexts hold several rows of "
-            f"each value, CCGP is {number(mean_of(within, 'ccgp'))} against a within-context "
-            f"accuracy of {number(mean_of(within, 'within_context_accuracy'))} (probes "
+            f"each value, CCGP is {metric_value(result, f'{best}.ccgp_within_tasks')} against a "
+            "within-context accuracy of "
+            f"{metric_value(result, f'{best}.within_context_accuracy')} (probes "
             "cross-validated inside each context): a CCGP close to it means the concept is "
             "coded the same way everywhere (abstractly)."
         )
@@ -55,7 +58,13 @@ def reading(result: Result) -> list[str]:
             f"{', '.join(r['task'] for r in without)} have one row per value and context, so "
             "no within-context accuracy exists; their mixed-context accuracy (rows split at "
             f"random over all contexts, i.e. unseen words) is "
-            f"{number(mean_of(without, 'mixed_context_accuracy'))} against a CCGP of "
-            f"{number(mean_of(without, 'ccgp'))}."
+            f"{_one_row_mean(result, best, without, 'mixed_context_accuracy')} against a CCGP "
+            f"of {_one_row_mean(result, best, without, 'ccgp')}."
         )
     return lines
+
+
+def _one_row_mean(result: Result, site: str, rows: list[dict], column: str) -> str:
+    """``column`` averaged over ``rows`` (the one-row sets), through its derived spec."""
+    spec = ONE_ROW_SETS[column]
+    return derived_value(result, f"{site}.{spec.name}", mean_of(rows, column), spec)

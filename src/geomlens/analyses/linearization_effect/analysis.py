@@ -40,7 +40,8 @@ from geomlens.analyses.statistics.concept_state import (
     site_tasks,
     task_rng,
 )
-from geomlens.formatting import human_name, number
+from geomlens.analyses.words.metric_words import metric_value
+from geomlens.formatting import human_name
 from geomlens.hooks.sites import NEXT_TOKEN_SITE
 from geomlens.inputs.pooling import pool_tokens
 from geomlens.interventions.linearize import (
@@ -425,14 +426,14 @@ class LinearizationEffect(ConceptRowsAnalysis, declaration=DECLARATION):
             },
         )
         info = (result.tables.get("linearization") or [{}])[0]
-        # The cost in the reading's words and digits (formatting.number), so the two agree.
+        # The cost through the metrics' own specs (words, unit, guards), as the reading writes it.
         words = {
-            "fidelity.output_embedding_cosine": ("output-embedding cosine", ""),
-            "fidelity.lm_loss_change": ("next-token loss change", " nats"),
+            "fidelity.output_embedding_cosine": "output-embedding cosine",
+            "fidelity.lm_loss_change": "next-token loss change",
         }
         cost = [
-            f"{name} {number(result.metrics[key])}{unit}"
-            for key, (name, unit) in words.items()
+            f"{name} {metric_value(result, key)}"
+            for key, name in words.items()
             if key in result.metrics
         ]
         if loss_above_uniform(result) is not None:  # the reading does not read it either

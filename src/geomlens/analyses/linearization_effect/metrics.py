@@ -7,7 +7,12 @@ import math
 from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
+from geomlens.analyses.words.guards import within
 from geomlens.formatting import number
+
+#: The noise-corrected α is a cosine divided by a reliability: outside [−1, 1] the correction
+#: overshot on these rows and no cosine has that value.
+A_COSINE = within(-1.0, 1.0, "a cosine")
 
 #: What each family of next-token losses is a loss of (the part of its key before the dot).
 LOSS_OF = {
@@ -16,14 +21,20 @@ LOSS_OF = {
 }
 
 
-def uniform_loss_of(metrics: Any, family: str) -> float:
-    """ln V of the predictions of the losses of ``family``: the uniform-guess loss recorded
-    beside them (``<family>.lm_loss_uniform`` or ``<family>.uniform_loss``)."""
+def uniform_loss_key(metrics: Any, family: str) -> str | None:
+    """The key of ln V of the predictions of the losses of ``family``: the uniform-guess loss
+    recorded beside them (``<family>.lm_loss_uniform`` or ``<family>.uniform_loss``), or None."""
     for name in ("lm_loss_uniform", "uniform_loss"):
         value = metrics.get(f"{family}.{name}")
         if value is not None and not math.isnan(value):
-            return float(value)
-    return math.nan
+            return f"{family}.{name}"
+    return None
+
+
+def uniform_loss_of(metrics: Any, family: str) -> float:
+    """ln V of the predictions of the losses of ``family`` (NaN when not recorded)."""
+    key = uniform_loss_key(metrics, family)
+    return float(metrics[key]) if key is not None else math.nan
 
 
 def loss_above_uniform(result: Any, family: str = "fidelity") -> str | None:
@@ -52,8 +63,8 @@ def _loss_guard(result: Any, key: str) -> str | None:
 
 
 METRIC_SPECS: tuple[M, ...] = (
-    M("alpha_corrected_base", headline=True),
-    M("alpha_corrected_linearized", headline=True),
+    M("alpha_corrected_base", headline=True, guards=(A_COSINE,)),
+    M("alpha_corrected_linearized", headline=True, guards=(A_COSINE,)),
     M("alpha_base", headline=True),
     M("alpha_linearized", headline=True),
     M("ccgp_base", headline=True),
@@ -64,4 +75,5 @@ METRIC_SPECS: tuple[M, ...] = (
     M("lm_loss_change", "next-token loss change", unit="nats", guards=(_loss_guard,)),
     M("lm_loss_linearized", "next-token loss, linearised", unit="nats", guards=(_loss_guard,)),
     M("lm_loss_uniform", "uniform-guess next-token loss (ln of the vocabulary)", unit="nats"),
+    M("uniform_loss", "uniform-guess next-token loss (ln of the vocabulary)", unit="nats"),
 )

@@ -5,45 +5,56 @@ from __future__ import annotations
 import math
 
 from geomlens.analyses.words.guards import probe_at_chance
-from geomlens.analyses.words.reading_words import direction, interval, layer_label, number
+from geomlens.analyses.words.reading_words import (
+    count,
+    direction,
+    layer_label,
+    metric_interval,
+    metric_refused,
+    metric_value,
+)
 from geomlens.results import Result
 
-from .metrics import LOSS_OF, loss_above_uniform, uniform_loss_of
+from .metrics import LOSS_OF, loss_above_uniform, uniform_loss_key
 
 #: CCGP before and after, each refused within the range coin flips reach on its test rows.
 _CCGP_AT_CHANCE = {condition: probe_at_chance(condition) for condition in ("base", "linearized")}
 
 
-def _alpha_within_null(metrics: dict[str, float], site: str) -> str | None:
+def _alpha_within_null(result: Result, site: str) -> str | None:
     """Words for a raw α that is within its label-shuffle null both before and after (no shared
     direction to change, so its change is not read), or None."""
-    values = []
+    metrics = result.metrics
     for condition in ("base", "linearized"):
         alpha = metrics.get(f"{site}.alpha_{condition}")
         p95 = metrics.get(f"{site}.alpha_null_p95_{condition}")
         if not (_finite(alpha) and _finite(p95)) or alpha > p95:  # type: ignore[operator]
             return None
-        values.append((alpha, p95))
-    (base, base_p95), (linearized, linearized_p95) = values
+    said, null = (
+        {c: metric_value(result, f"{site}.{name}_{c}") for c in ("base", "linearized")}
+        for name in ("alpha", "alpha_null_p95")
+    )
     return (
-        f"is within its label-shuffle null before and after ({number(base)} against a 95th "
-        f"percentile of {number(base_p95)}, then {number(linearized)} against "
-        f"{number(linearized_p95)}): no shared direction is measured, so its change is not read"
+        f"is within its label-shuffle null before and after ({said['base']} against a 95th "
+        f"percentile of {null['base']}, then {said['linearized']} against "
+        f"{null['linearized']}): no shared direction is measured, so its change is not read"
     )
 
 
 def _loss_words(result: Result, family: str) -> str:
     """The next-token loss of ``family`` before and after, naming what it is a loss of and
     beside the uniform-guess loss of the same predictions; its guard's words when refused."""
-    metrics = result.metrics
     failed = loss_above_uniform(result, family)
     if failed is not None:
         return failed
+    uniform = uniform_loss_key(result.metrics, family)
     return (
         f"the next-token loss {LOSS_OF[family]} goes from "
-        f"{number(metrics.get(f'{family}.lm_loss_base', math.nan))} to "
-        f"{number(metrics.get(f'{family}.lm_loss_linearized', math.nan))} nats (a uniform guess "
-        f"over the vocabulary scores {number(uniform_loss_of(metrics, family))})"
+        f"{metric_value(result, f'{family}.lm_loss_base')} to "
+        f"{metric_value(result, f'{family}.lm_loss_linearized')} (a uniform guess over the "
+        "vocabulary scores "
+        + (metric_value(result, uniform) if uniform else "an unrecorded loss")
+        + ")"
     )
 
 
@@ -58,7 +69,7 @@ def _fidelity_phrase(result: Result) -> str:
     if "fidelity.output_embedding_cosine" in metrics:
         return (
             f"the linearised model's output embedding keeps a cosine of "
-            f"{number(metrics['fidelity.output_embedding_cosine'])} with the original's "
+            f"{metric_value(result, 'fidelity.output_embedding_cosine')} with the original's "
             "(1 = unchanged)"
         )
     return "its fidelity cost was not measured"
@@ -78,17 +89,13 @@ def reading(result: Result) -> list[str]:
     site = info.get("summary_site", "")
     if _finite(metrics.get("summary.alpha_corrected_base")):
         overshoot = [
-            metrics[f"summary.alpha_corrected_{c}"]
+            refused
             for c in ("base", "linearized")
-            if abs(metrics.get(f"summary.alpha_corrected_{c}", 0.0)) > 1.0
+            if (refused := metric_refused(result, f"summary.alpha_corrected_{c}")) is not None
         ]
         if overshoot:  # a cosine divided by a reliability, past where any cosine lies
-            lines.append(
-                f"At {where}, the noise-corrected α is not read: {number(overshoot[0])} is "
-                "outside [−1, 1], where a cosine lies (the noise correction overshoots on these "
-                "rows)."
-            )
-        elif _alpha_within_null(metrics, site):  # no shared direction: nothing to correct
+            lines.append(f"At {where}, the noise-corrected α is not read ({overshoot[0]}).")
+        elif _alpha_within_null(result, site):  # no shared direction: nothing to correct
             lines.append(
                 f"At {where}, the noise-corrected α is not read: the raw α is within its "
                 "label-shuffle null before and after, so no shared direction is measured to "
@@ -97,62 +104,69 @@ def reading(result: Result) -> list[str]:
         else:
             lines.append(
                 f"At {where}, the noise-corrected α (which does not grow with the rows per cell) "
-                + _change_words(metrics, "alpha_corrected", "n_tasks_alpha_corrected")
+                + _change_words(result, "alpha_corrected", "n_tasks_alpha_corrected")
                 + "."
             )
     if "summary.alpha_base" in metrics:
-        rows = metrics.get("summary.rows_per_cell", math.nan)
-        within_null = _alpha_within_null(metrics, site)
-        alpha_words = f"At {where}, the raw α of the sets with {number(rows)} row(s) per cell " + (
-            within_null if within_null else _change_words(metrics, "alpha", "n_tasks_alpha")
+        rows = count(metrics.get("summary.rows_per_cell", math.nan), "row")
+        within_null = _alpha_within_null(result, site)
+        alpha_words = f"At {where}, the raw α of the sets with {rows} per cell " + (
+            within_null if within_null else _change_words(result, "alpha", "n_tasks_alpha")
         )
-        ccgp_base = metrics.get("summary.ccgp_base", math.nan)
-        ccgp_linearized = metrics.get("summary.ccgp_linearized", math.nan)
+        ccgp_base = metric_value(result, "summary.ccgp_base")
+        ccgp_linearized = metric_value(result, "summary.ccgp_linearized")
         at_chance = [
             _CCGP_AT_CHANCE[condition](result, f"{site}.ccgp_{condition}")
             for condition in ("base", "linearized")
         ]
         if all(at_chance) and site:
             ccgp_words = (
-                f"CCGP is at chance before and after ({number(ccgp_base)} and "
-                f"{number(ccgp_linearized)}, each within the range coin flips reach on these "
+                f"CCGP is at chance before and after ({ccgp_base} and "
+                f"{ccgp_linearized}, each within the range coin flips reach on these "
                 "test rows): nothing measured here, so no change of CCGP is read."
             )
         else:
             ccgp_words = (
-                f"CCGP goes from {number(ccgp_base)} to {number(ccgp_linearized)}, up or equal in "
-                f"{number(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))} of "
-                f"{number(metrics.get('summary.n_tasks', math.nan))} sets (no interval is "
+                f"CCGP goes from {ccgp_base} to {ccgp_linearized}, up or equal in "
+                f"{_whole(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))}"
+                f" of {count(metrics.get('summary.n_tasks', math.nan), 'set')} (no interval is "
                 "computed for the CCGP change: read its direction from the per-task counts only)."
             )
         lines.append(f"{alpha_words}, while {fidelity}. {ccgp_words}")
     return lines
 
 
+def _whole(amount: float) -> str:
+    """A count of sets without its noun ("2" in "rises in 2 and falls in 1 of 3 sets")."""
+    return count(amount, "set").rsplit(" ", 1)[0]
+
+
 def _finite(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
 
 
-def _change_words(metrics: dict[str, float], column: str, count: str) -> str:
+def _change_words(result: Result, column: str, total: str) -> str:
     """ "goes from a to b (change c, interval: resolved or not), up in u and down in d of n
     sets" for the summary's ``column``."""
+    metrics = result.metrics
     low = metrics.get(f"summary.{column}_change_ci_low")
     high = metrics.get(f"summary.{column}_change_ci_high")
-    n = metrics.get(f"summary.{count}", metrics.get("summary.n_tasks", math.nan))
+    n = metrics.get(f"summary.{total}", metrics.get("summary.n_tasks", math.nan))
     up = metrics.get(f"summary.tasks_{column}_up", math.nan)
     down = n - up if _finite(n) and _finite(up) else math.nan
     resolved = _finite(low) and _finite(high) and (low > 0 or high < 0)  # type: ignore[operator]
     # The sets' directions are read only beside a resolved change: inside an interval that
     # includes 0, "rises in 2 and falls in 2" is the noise the interval already describes.
     counts = (
-        f"; it rises in {number(up)} and falls in {number(down)} of {number(n)} concept sets"
+        f"; it rises in {_whole(up)} and falls in {_whole(down)} of {count(n, 'concept set')}"
         if resolved
         else ""
     )
     return (
-        f"goes from {number(metrics[f'summary.{column}_base'])} to "
-        f"{number(metrics[f'summary.{column}_linearized'])} (change "
-        f"{number(metrics.get(f'summary.{column}_change', math.nan))}, {interval(low, high)} "
+        f"goes from {metric_value(result, f'summary.{column}_base')} to "
+        f"{metric_value(result, f'summary.{column}_linearized')} (change "
+        f"{metric_value(result, f'summary.{column}_change')}, "
+        f"{metric_interval(result, f'summary.{column}_change')} "
         f"from a paired bootstrap over tasks and contexts: "
         f"{direction(low, high, 'the change')}){counts}"
     )

@@ -14,15 +14,14 @@ from geomlens.analyses.words.metric_words import metric_refused, metric_value
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
     as_words,
-    interval,
     layer_label,
+    metric_interval,
     missing,
-    number,
     per_site,
     regimes_spanned,
     share_percent,
 )
-from geomlens.formatting import distance_unit, quantity
+from geomlens.formatting import distance_unit, number, quantity
 from geomlens.results import Result
 
 
@@ -230,7 +229,8 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
         spanned = regimes_spanned(low, high)
         found = (
             f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
-            f"of the stimuli (itself included) ({interval(low, high)}{_grid_step_words(metric)})"
+            f"of the stimuli (itself included) ({metric_interval(words.result, f'{words.site}.mean_b')}"
+            f"{_grid_step_words(metric)})"
         )
         if regime == "set by the grid":
             lines.append(

@@ -54,10 +54,17 @@ METRIC_SPECS: tuple[M, ...] = (
     M("explained_variance", "SAE explained variance", headline=True),
     M("bound", "generalisation bound U", "bits per token", headline=True, guards=FROM_POOL),
     M("n_star", "held-out sequences needed N*", "sequences", guards=FROM_POOL),
+    # The released form counts predicted tokens, not sequences (docs/sae.md).
+    M(
+        "n_star.released",
+        "held-out predicted tokens needed N* (released form)",
+        "tokens",
+        guards=FROM_POOL,
+    ),
     M("eta", "pool mismatch η̂"),
     M("risk", "proxy risk", "bits per token"),
     M("vacuity_threshold", unit="bits per token"),
-    M("epsilon_loss", "loss gap ε̂_loss"),
+    M("epsilon_loss", "loss gap ε̂_loss", "bits per token"),
     M("epsilon_loss_shuffled", "loss gap with shuffled features"),
     M("heldout_sequences", "held-out sequences", "sequences"),
     M("calibration_tokens", "calibration tokens", "tokens"),

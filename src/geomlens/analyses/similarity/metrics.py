@@ -39,3 +39,10 @@ METRIC_SPECS: tuple[M, ...] = (
     ),
     *(_choice_accuracy(test, n) for n in (2, 4) for test in ("similarity", "identification")),
 )
+
+#: The nearest and farthest distance g(d) is measured at (from the ``g_of_d`` table): derived
+#: quantities the reading writes in the stimuli's unit.
+MEASURED_DISTANCE = {
+    end: M(f"{end}_distance", f"the {end} distance g is measured at", "distance")
+    for end in ("nearest", "farthest")
+}

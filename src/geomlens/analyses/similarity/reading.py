@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import math
 
+from geomlens.analyses.spec import specs_by_name
 from geomlens.analyses.words.guards import digit_split_years
-from geomlens.analyses.words.reading_words import across_texts_words, layer_label, missing, number
+from geomlens.analyses.words.reading_words import (
+    across_texts_words,
+    derived_value,
+    layer_label,
+    metric_value,
+    missing,
+)
 from geomlens.results import Result
 
-from .metrics import AT_CHANCE_N2
+from .metrics import AT_CHANCE_N2, MEASURED_DISTANCE, METRIC_SPECS
+
+_SPECS = specs_by_name(METRIC_SPECS)
 
 
 def reading(result: Result) -> list[str]:
@@ -35,18 +44,23 @@ def reading(result: Result) -> list[str]:
             "the stimuli (its values are in the JSON)."
         ]
     crossing = next((r["distance"] for r in rows if (r.get("mean") or 0.0) < 0.0), None)
+    at = {
+        end: derived_value(result, f"{site}.{spec.name}", row["distance"], spec)
+        for (end, spec), row in zip(MEASURED_DISTANCE.items(), (nearest, farthest), strict=True)
+    }
     lines = [
         f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
-        f"g(0) = 1. At {layer_label(site)} g falls to {number(nearest['mean'])} already at the "
-        f"nearest distance d = {number(nearest['distance'])}, and to {number(farthest['mean'])} "
-        f"at d = {number(farthest['distance'])}."
+        f"g(0) = 1. At {layer_label(site)} g falls to {_g_at(result, site, 'nearest', nearest)} "
+        f"already at the nearest distance d = {at['nearest']}, and to "
+        f"{_g_at(result, site, 'farthest', farthest)} at d = {at['farthest']}."
     ]
     across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
     if not missing(across):
         lines.append(across_texts_words(result, site, nearest["mean"], (f"{site}.g_nearest",)))
     if crossing is not None:
         lines.append(
-            f"It first drops below zero near d = {number(crossing)}: stimuli farther apart than "
+            f"It first drops below zero near d = {_crossing(result, site, crossing)}: stimuli "
+            "farther apart than "
             "that look less alike than two random ones (with the centred cosine this is partly "
             "the centring: it makes the mean similarity of all pairs about 0)."
         )
@@ -55,3 +69,22 @@ def reading(result: Result) -> list[str]:
         "falls is the resolution (see the resolution analysis)."
     )
     return lines
+
+
+def _g_at(result: Result, site: str, end: str, row: dict) -> str:
+    """g at the nearest or farthest distance (``<site>.g_nearest``)."""
+    return _metric_or_row(result, f"{site}.g_{end}", float(row.get("mean", math.nan)))
+
+
+def _crossing(result: Result, site: str, distance: float) -> str:
+    """The first distance where g < 0 (``<site>.zero_crossing``)."""
+    return _metric_or_row(result, f"{site}.zero_crossing", distance)
+
+
+def _metric_or_row(result: Result, key: str, from_table: float) -> str:
+    """Metric ``key`` through its spec and guards; a result saved without it (an older one) is
+    read from its table's value through the same spec."""
+    if not missing(result.metrics.get(key)):
+        return metric_value(result, key)
+    spec = _SPECS[key.rsplit(".", 1)[1]]
+    return derived_value(result, key, from_table, spec)

@@ -137,9 +137,12 @@ def within(low: float, high: float, what: str) -> Guard:
     def guard(result: Any, key: str) -> str | None:
         value = _value(result, key)
         if math.isfinite(value) and not low <= value <= high:
+            # The impossible value itself is not written (it is in the JSON): no page shows a
+            # share over 100 % or a cosine past 1, even as the reason for refusing one.
+            lowest, highest = (number(end).replace("-", "−") for end in (low, high))
             return (
-                f"{MEASUREMENT_FAILURE}: {number(value)} is not a possible value of {what} "
-                f"(it lies in [{number(low)}, {number(high)}]); not read"
+                f"{MEASUREMENT_FAILURE}: the estimate lies outside {lowest} to {highest}, where "
+                f"{what} lies; not read"
             )
         return None
 

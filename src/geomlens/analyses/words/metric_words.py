@@ -17,8 +17,8 @@ from typing import Any
 from geomlens.analyses.spec import MetricSpec
 from geomlens.formatting import distance_unit, human_name, layer_label, quantity, split_metric
 
-__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "derived_value", "metric_label", "metric_name", "metric_refused",
-           "metric_spec", "metric_unit", "metric_value"]  # fmt: skip
+__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "derived_value", "interval_keys", "metric_interval", "metric_label", "metric_name",
+           "metric_refused", "metric_spec", "metric_unit", "metric_value"]  # fmt: skip
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
 METRIC_SUFFIXES: dict[str, str] = {
@@ -99,14 +99,14 @@ def metric_unit(key: str, result: Any = None, sites: Any = None) -> str:
     return unit
 
 
-def metric_value(result: Any, key: str, digits: int = 3) -> str:
-    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``),
-    as its metric spec's ``format`` writes it; when a guard of the spec refuses the number, the
-    guard's words ("at chance") instead."""
+def metric_value(result: Any, key: str, digits: int = 3, *, unit: bool = True) -> str:
+    """The value of metric ``key`` of ``result`` with its unit (``166 years``, ``930 latents``;
+    ``unit=False``: without it, for a table whose header names it), as its metric spec's
+    ``format`` writes it; when a guard of the spec refuses the number, the guard's words ("at
+    chance") instead."""
     sites = (getattr(result, "provenance", None) or {}).get("sites")
     value = result.metrics.get(key, math.nan)
-    name = split_metric(key, sites)[1]
-    spec = metric_spec(name, str(getattr(result, "analysis", "") or ""))
+    spec = _spec_of(result, key)
     if spec is not None:
         refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
         if refused is not None:
@@ -115,11 +115,53 @@ def metric_value(result: Any, key: str, digits: int = 3) -> str:
             return str(spec.format(value))
     if _missing(value):  # never "undefined" or "nan" on a page
         return NOT_MEASURED
-    return quantity(value, metric_unit(key, result, sites), digits)
+    return quantity(value, metric_unit(key, result, sites) if unit else "", digits)
 
 
 #: The words of a metric the result does not hold, or holds as NaN.
 NOT_MEASURED = "not measured"
+
+#: The words of an interval a result does not hold (or holds with a NaN end).
+NO_INTERVAL = "no interval"
+
+
+def metric_interval(result: Any, key: str) -> str:
+    """ "95 % interval a to b" of metric ``key`` (its ends ``<key>_ci_low`` / ``_ci_high``), each
+    end written as the metric itself is (its spec's format and unit); "no interval" when an end
+    is missing; when a guard refuses the metric, its interval is not read either ("no interval,
+    not read: …")."""
+    refused = metric_refused(result, key)
+    if refused is not None:
+        return f"{NO_INTERVAL}, {refused}"
+    ends = [result.metrics.get(end_key, math.nan) for end_key in interval_keys(result, key)]
+    if any(_missing(end) for end in ends):
+        return NO_INTERVAL
+    low, high = (_written(result, key, float(end)) for end in ends)
+    return f"95 % interval {low} to {high}"
+
+
+def interval_keys(result: Any, key: str) -> tuple[str, str]:
+    """The keys of the ends of metric ``key``'s 95 % interval: ``<key>_ci_low`` / ``_ci_high``,
+    or for a name with a condition, ``<site>.<base>_ci_low.<condition>`` (``auroc_ci_low.
+    random_tokens``), whichever the result holds."""
+    plain = (f"{key}_ci_low", f"{key}_ci_high")
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    site, name = split_metric(key, sites)
+    head, _, condition = name.partition(".")
+    if not condition or plain[0] in result.metrics:
+        return plain
+    prefix = f"{site}." if site else ""
+    low, high = (f"{prefix}{head}_ci_{end}.{condition}" for end in ("low", "high"))
+    return low, high
+
+
+def _written(result: Any, key: str, value: float) -> str:
+    """``value`` written as metric ``key`` is written (its spec's format, else its unit)."""
+    spec = _spec_of(result, key)
+    if spec is not None and spec.format is not None:
+        return str(spec.format(value))
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    return quantity(value, metric_unit(key, result, sites))
 
 
 def _missing(value: Any) -> bool:
@@ -132,9 +174,22 @@ def _missing(value: Any) -> bool:
 def metric_refused(result: Any, key: str) -> str | None:
     """The words of the first guard of ``key``'s metric spec that refuses it, or None (a key
     with no spec, or one every guard passes)."""
-    sites = (getattr(result, "provenance", None) or {}).get("sites")
-    spec = metric_spec(split_metric(key, sites)[1], str(getattr(result, "analysis", "") or ""))
+    spec = _spec_of(result, key)
     return spec.blocked(result, key) if spec is not None else None
+
+
+def _spec_of(result: Any, key: str) -> MetricSpec | None:
+    """The spec of metric ``key`` of ``result``: its name's own, else, for a name with a
+    condition (``bound.pool``, ``mean_k.random_tokens``), the base metric's, whose guards and
+    format hold for each condition of it (a bound from a saturated pool is refused in every
+    form)."""
+    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    name = split_metric(key, sites)[1]
+    analysis = str(getattr(result, "analysis", "") or "")
+    spec = metric_spec(name, analysis)
+    if spec is None and "." in name:
+        spec = metric_spec(name.partition(".")[0], analysis)
+    return spec
 
 
 @dataclass(frozen=True)

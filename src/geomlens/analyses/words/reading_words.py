@@ -1,6 +1,13 @@
 """Words and helpers shared by the analyses' plain-words readings (each analysis folder's
 ``reading.py``). A reading is written from a result's public metric names only, never from an
-analysis's internals, so it reads a result loaded back from JSON as well as a fresh one."""
+analysis's internals, so it reads a result loaded back from JSON as well as a fresh one.
+
+One path from a number to a sentence: a reading writes a measured number only through its
+metric (:func:`metric_value`, :func:`metric_interval`) or through a derived quantity declared
+with its own spec (:func:`derived_value`: a share, a difference, a mean over a table's rows),
+so every number passes its spec's units, digits and guards. Counts of things (rows, sets) are
+written by :func:`count`. This module does not export the bare number formatters, and a test
+(``tests/unit/analyses/test_one_path_to_a_sentence.py``) fails on a reading that imports one."""
 
 from __future__ import annotations
 
@@ -9,15 +16,34 @@ from collections.abc import Mapping
 
 from geomlens.analyses.spec import MetricSpec
 from geomlens.analyses.words.guards import within
-from geomlens.analyses.words.metric_words import derived_value
-from geomlens.formatting import human_name, layer_label, number, percent
+from geomlens.analyses.words.metric_words import (
+    derived_value,
+    metric_interval,
+    metric_refused,
+    metric_value,
+)
+from geomlens.formatting import human_name, layer_label, percent
 from geomlens.results import Result
 
 __all__ = [
-    "SHARE_OF_FIRST_DROP", "across_texts_words", "as_words", "direction", "extremes",
-    "human_name", "interval", "layer_label", "mean_of", "missing", "number", "per_site",
-    "percent", "ranked", "regimes_spanned", "share_percent", "site_row",
+    "SHARE_OF_FIRST_DROP", "across_texts_words", "as_words", "count", "derived_value",
+    "direction", "extremes", "human_name", "layer_label", "mean_of", "metric_interval",
+    "metric_refused", "metric_value", "missing", "per_site", "ranked", "regimes_spanned",
+    "share_percent", "site_row",
 ]  # fmt: skip
+
+
+def count(amount: float | None, noun: str, plural: str | None = None) -> str:
+    """A count of things (``12 rows``, ``1 set``): a whole number with the noun in its number.
+    Not for measurements, which go through their metric (:func:`metric_value`); a count that
+    is not a whole number is a mistake in the reading and raises."""
+    if amount is None or (isinstance(amount, float) and math.isnan(amount)):
+        return f"an unknown number of {plural or noun + 's'}"
+    if float(amount) != round(float(amount)):
+        raise ValueError(f"count({amount!r}, {noun!r}): a count is a whole number")
+    whole = int(round(float(amount)))
+    return f"{whole:,} {noun if whole == 1 else plural or noun + 's'}"
+
 
 #: The share of g's first drop (1 − g(d₁)) that a change of text alone accounts for: a derived
 #: quantity with its own spec, so a value outside [0, 1] is refused, never printed as a share.
@@ -58,8 +84,8 @@ def across_texts_words(
     across = float(result.metrics.get(across_key, math.nan))
     drop = 1.0 - nearest
     said = (
-        f"The same stimulus in another text has similarity {number(across)} (d = 0 across "
-        "texts, against 1 on the diagonal)"
+        f"The same stimulus in another text has similarity {metric_value(result, across_key)} "
+        "(d = 0 across texts, against 1 on the diagonal)"
     )
     if missing(across) or missing(nearest) or drop <= 0:
         return f"{said}; g does not drop by the nearest distance, so no share of it is read."
@@ -115,12 +141,6 @@ def ranked(values: Mapping[str, float], intervals: Mapping[str, tuple[float, flo
 def site_row(result: Result, site: str) -> dict:
     """The ``sites`` table's row of ``site`` (which tasks its means average), or {}."""
     return next((r for r in result.tables.get("sites", []) if r.get("site") == site), {})
-
-
-def interval(low: float | None, high: float | None) -> str:
-    if low is None or high is None or math.isnan(low) or math.isnan(high):
-        return "no interval"
-    return f"95 % interval {number(low)} to {number(high)}"
 
 
 def direction(low: float | None, high: float | None, what: str) -> str:
