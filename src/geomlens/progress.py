@@ -25,7 +25,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from geomlens.formatting import duration
@@ -258,6 +258,20 @@ def phase(what: str, *, announce: bool = False) -> Iterator[None]:
     # and the command's own one-line message says what happened.
     if spoke.is_set():
         say(f"{what}: done in {duration(time.monotonic() - started)}")
+
+
+def each(items: Sequence[T], what: str) -> Iterator[T]:
+    """``items`` one by one, each counted toward ``len(items)`` ("2 of 6 sites finished") in
+    the enclosing :func:`phase`'s progress lines: a long step that loops over sites (an
+    analysis's ``finalize``) gives a count and an ETA, not only the time so far. Inside an
+    open count (a loop nested in another), only the outer one counts."""
+    if _counts:
+        yield from items
+        return
+    with counting(what, len(items)) as count:
+        for item in items:
+            yield item
+            count.add(1)
 
 
 def steps(items: Iterable[T], what: str, total: int | None = None) -> Iterable[T]:

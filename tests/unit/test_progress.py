@@ -147,3 +147,19 @@ def test_an_inner_step_adds_to_the_open_count_rather_than_opening_its_own():
     with progress.counting("token activations read and trained on", 100, ""):
         assert progress.counted()
     assert not progress.counted()
+
+
+def test_a_loop_over_sites_inside_a_phase_gives_a_fixed_count(monkeypatch, capsys):
+    """Computing an analysis's results loops over its sites: its progress lines count sites
+    against one fixed target (never "no count to show"), and never past it."""
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.2)
+    sites = [f"blocks.{n}.hook_resid_post" for n in range(4)]
+    with progress.showing_progress(True), progress.phase("resolution: computing its results"):
+        for _ in progress.each(sites, "sites finished"):
+            for _ in progress.each(["task"] * 3, "tasks finished"):  # inner loops add nothing
+                time.sleep(0.12)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "so far" in line]
+    assert lines and all(re.search(r"\d of 4 sites finished", line) for line in lines), lines
+    assert not any("no count to show" in line or "tasks finished" in line for line in lines)
+    counts = [int(re.search(r"(\d) of 4", line).group(1)) for line in lines]
+    assert counts == sorted(counts) and max(counts) <= 4

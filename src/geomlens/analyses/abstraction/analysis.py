@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from geomlens import progress
 from geomlens.analyses.abstraction.figures import legend_with_styles, plot_by_layer
 from geomlens.analyses.statistics.alpha_scores import (
     NULLS,
@@ -71,7 +72,7 @@ def abstraction_draws(
     contexts — and each row's draws, keyed by (site, task). Data giving the same row twice
     is refused (``analysis`` names the analysis in the message)."""
     rows, draws = [], {}
-    for site in state.sites():
+    for site in progress.each(list(state.sites()), "sites finished"):
         for task in state.tasks():
             values, contexts, means = state.class_means_across_contexts(
                 site, task, "α compares a concept across contexts"

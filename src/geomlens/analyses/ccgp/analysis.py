@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from geomlens import progress
 from geomlens.analyses.abstraction.figures import legend_with_styles, plot_by_layer
 from geomlens.analyses.statistics.concept_state import (
     ConceptAnalysis,
@@ -60,7 +61,7 @@ def ccgp_tables(
     """Per-(site, task) rows and per-split rows."""
     per_task: list[dict] = []
     per_split: list[dict] = []
-    for site in state.sites():
+    for site in progress.each(list(state.sites()), "sites finished"):
         for task in state.tasks():
             state.class_means_across_contexts(
                 site, task, "CCGP tests a probe trained on some contexts on another"

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geomlens import progress
 from geomlens.analyses.base import Analysis, Batch, RunContext
 from geomlens.analyses.sae_features.config import (
     CALIBRATION,
@@ -449,7 +450,7 @@ class SAEFeatures(Analysis, declaration=DECLARATION):
             "notes": [],
         }
         notes = dict(self.notes)  # finalize leaves the state as it is
-        for site, state in self.states.items():
+        for site, state in progress.each(list(self.states.items()), "sites finished"):
             summarize_site(
                 site,
                 state.settled(),  # the device's counts come to the host, once
