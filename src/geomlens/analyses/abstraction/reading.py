@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.reading_words import (
-    count,
-    extremes,
-    layer_label,
-    metric_interval,
-    metric_refused,
-    metric_value,
-    missing,
-    per_site,
-    ranked,
-    site_row,
-)
+from geomlens.analyses.words import reading_words as words
 from geomlens.results import Result
 
 from .metrics import AT_THE_CEILING
 
 
 def reading(result: Result) -> list[str]:
-    alpha = per_site(result, "alpha")
+    alpha = words.per_site(result, "alpha")
     if not alpha:
         return []
     metrics = result.metrics
@@ -34,31 +23,31 @@ def reading(result: Result) -> list[str]:
         "the corrected α takes the row noise out of the directions before the ratio and does "
         "not depend on it (it is refused where the directions' reliability is below 0.2)."
     ]
-    corrected = per_site(result, "alpha_corrected")
+    corrected = words.per_site(result, "alpha_corrected")
     lines.extend(_corrected_lines(result, corrected))
-    best, worst = extremes(alpha)
+    best, worst = words.extremes(alpha)
     if not best:
         lines.append("The raw α is undefined at every site (a difference vector vanishes).")
         return lines
-    row = site_row(result, best)
+    row = words.site_row(result, best)
     tasks = row.get("alpha_tasks") or row.get("tasks", "the concept sets")
-    size = count(metrics.get(f"{best}.rows_per_cell"), "row")
+    size = words.count(metrics.get(f"{best}.rows_per_cell"), "row")
     p95 = metrics.get(f"{best}.alpha_null_p95")
     null = result.config.get("null", "within-context")
     where = "inside each context" if null == "within-context" else "across contexts"
     above = p95 is not None and not math.isnan(p95) and alpha[best] > p95
-    best_interval = metric_interval(result, f"{best}.alpha")
-    if ranked(alpha, _intervals(result, "alpha", alpha)) == best:
+    best_interval = words.metric_interval(result, f"{best}.alpha")
+    if words.ranked(alpha, _intervals(result, "alpha", alpha)) == best:
         raw = (
             f"The raw α (at {size} per cell, the mean over {tasks}) is highest at "
-            f"{layer_label(best)} ({metric_value(result, f'{best}.alpha')}, {best_interval} for "
+            f"{words.layer_label(best)} ({words.metric_value(result, f'{best}.alpha')}, {best_interval} for "
             "the mean, tasks and contexts resampled) and lowest at "
-            f"{layer_label(worst)} ({metric_value(result, f'{worst}.alpha')})."
+            f"{words.layer_label(worst)} ({words.metric_value(result, f'{worst}.alpha')})."
         )
     else:
         raw = (
             f"The raw α (at {size} per cell, the mean over {tasks}) ranges from "
-            f"{metric_value(result, f'{worst}.alpha')} to {metric_value(result, f'{best}.alpha')} "
+            f"{words.metric_value(result, f'{worst}.alpha')} to {words.metric_value(result, f'{best}.alpha')} "
             "across the layers, but their "
             "95 % intervals overlap, so no layer is named as the highest."
         )
@@ -66,8 +55,8 @@ def reading(result: Result) -> list[str]:
     if p95 is not None and not math.isnan(p95):
         lines.append(
             f"With the concept label shuffled {where} ({null} null), the mean α there stays "
-            f"below {metric_value(result, f'{best}.alpha_null_p95')} in 95 % of shuffles; the "
-            f"measured {metric_value(result, f'{best}.alpha')} is "
+            f"below {words.metric_value(result, f'{best}.alpha_null_p95')} in 95 % of shuffles; the "
+            f"measured {words.metric_value(result, f'{best}.alpha')} is "
             + ("above it." if above else "not above it: no shared direction is measured there.")
         )
     return lines
@@ -87,42 +76,45 @@ def _intervals(
 def _corrected_lines(result: Result, corrected: dict[str, float]) -> list[str]:
     """The noise-corrected α: the highest layer only when its interval lies above every other
     layer's; otherwise the range, with no layer named."""
-    refusals = {s: metric_refused(result, f"{s}.alpha_corrected") for s in corrected}
+    refusals = {s: words.metric_refused(result, f"{s}.alpha_corrected") for s in corrected}
     readable = {s: v for s, v in corrected.items() if refusals[s] is None}
     ceiling = [s for s, why in refusals.items() if (why or "").startswith(AT_THE_CEILING)]
     if (
         corrected
         and not readable
         and not ceiling
-        and any(not missing(v) for v in corrected.values())
+        and any(not words.missing(v) for v in corrected.values())
     ):
-        why = str(refusals[extremes(corrected)[0]])
+        why = str(refusals[words.extremes(corrected)[0]])
         return [
             f"Corrected for noise, α is not read at any layer ({why.removeprefix('not read: ')})."
         ]
     lines = []
     if ceiling:  # past ±1 by noise in the correction: words, never a number past a cosine's range
-        tasks = site_row(result, ceiling[0]).get(
+        tasks = words.site_row(result, ceiling[0]).get(
             "alpha_corrected_tasks", "the sets with several rows"
         )
         where = "every layer" if len(ceiling) == len(corrected) else _layers(ceiling)
         lines.append(
             f"Corrected for noise, α is {refusals[ceiling[0]]}, at {where} (the mean over {tasks})."
         )
-    top, bottom = extremes(readable)
+    top, bottom = words.extremes(readable)
     if not top:
         return lines
-    tasks = site_row(result, top).get("alpha_corrected_tasks", "the sets with several rows")
+    tasks = words.site_row(result, top).get("alpha_corrected_tasks", "the sets with several rows")
     # A layer at the ceiling may be the highest: no layer is named beside one.
-    if not ceiling and ranked(readable, _intervals(result, "alpha_corrected", readable)) == top:
+    if (
+        not ceiling
+        and words.ranked(readable, _intervals(result, "alpha_corrected", readable)) == top
+    ):
         key = f"{top}.alpha_corrected"
         return lines + [
-            f"Corrected for noise, α is highest at {layer_label(top)}: "
-            f"{metric_value(result, key)} ({metric_interval(result, key)}), the mean over {tasks}."
+            f"Corrected for noise, α is highest at {words.layer_label(top)}: "
+            f"{words.metric_value(result, key)} ({words.metric_interval(result, key)}), the mean over {tasks}."
         ]
     return lines + [
-        f"Corrected for noise, α ranges from {metric_value(result, f'{bottom}.alpha_corrected')} "
-        f"to {metric_value(result, f'{top}.alpha_corrected')} across the layers (the mean over "
+        f"Corrected for noise, α ranges from {words.metric_value(result, f'{bottom}.alpha_corrected')} "
+        f"to {words.metric_value(result, f'{top}.alpha_corrected')} across the layers (the mean over "
         f"{tasks}), but "
         + ("a layer is at the ceiling" if ceiling else "the layers' 95 % intervals overlap")
         + ", so no layer is named as the highest."
@@ -131,5 +123,5 @@ def _corrected_lines(result: Result, corrected: dict[str, float]) -> list[str]:
 
 def _layers(sites: list[str]) -> str:
     """Sites in words, joined: "layer 3, layer 4 and layer 5"."""
-    labels = [layer_label(site) for site in sites]
+    labels = [words.layer_label(site) for site in sites]
     return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"

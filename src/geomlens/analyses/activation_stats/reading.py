@@ -4,29 +4,24 @@ from __future__ import annotations
 
 import math
 
-from geomlens.analyses.words.reading_words import (
-    derived_value,
-    layer_label,
-    metric_value,
-    per_site,
-)
+from geomlens.analyses.words import reading_words as words
 from geomlens.results import Result
 
 from .metrics import NORM_GROWTH
 
 
 def reading(result: Result) -> list[str]:
-    norms = per_site(result, "mean_norm")
-    dead = per_site(result, "dead_fraction")
+    norms = words.per_site(result, "mean_norm")
+    dead = words.per_site(result, "dead_fraction")
     if not norms:
         return []
     sites = list(norms)
     first, last = (f"{site}.mean_norm" for site in (sites[0], sites[-1]))
     growth = norms[sites[-1]] / norms[sites[0]] if norms[sites[0]] else math.nan
-    grown = derived_value(result, f"{sites[-1]}.{NORM_GROWTH.name}", growth, NORM_GROWTH)
+    grown = words.derived_value(result, f"{sites[-1]}.{NORM_GROWTH.name}", growth, NORM_GROWTH)
     lines = [
-        f"The mean token norm goes from {metric_value(result, first)} at "
-        f"{layer_label(sites[0])} to {metric_value(result, last)} at {layer_label(sites[-1])} "
+        f"The mean token norm goes from {words.metric_value(result, first)} at "
+        f"{words.layer_label(sites[0])} to {words.metric_value(result, last)} at {words.layer_label(sites[-1])} "
         f"(grown {grown}): this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.__getitem__) if dead else None
@@ -34,8 +29,8 @@ def reading(result: Result) -> list[str]:
     # token is a direction the data never push positive, not a "dead" (unused) unit.
     if worst is not None and dead[worst] > 0:
         text = (
-            f"{metric_value(result, f'{worst}.dead_fraction')} of the dimensions at "
-            f"{layer_label(worst)} were never "
+            f"{words.metric_value(result, f'{worst}.dead_fraction')} of the dimensions at "
+            f"{words.layer_label(worst)} were never "
             "positive on this data."
         )
         if "resid" in worst:

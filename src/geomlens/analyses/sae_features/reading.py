@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-from geomlens.analyses.words.reading_words import (
-    human_name,
-    layer_label,
-    metric_interval,
-    metric_refused,
-    metric_value,
-    per_site,
-)
+from geomlens.analyses.words import reading_words as words
 from geomlens.results import Result
 
 
 def reading(result: Result) -> list[str]:
-    pool = per_site(result, "pool_size")
+    pool = words.per_site(result, "pool_size")
     if not pool:
         return []
     site = list(pool)[-1]
     metrics = result.metrics
 
     def value(name: str) -> str:
-        return metric_value(result, f"{site}.{name}")
+        return words.metric_value(result, f"{site}.{name}")
 
     used = (
-        f"At {layer_label(site)} the sparse autoencoder used {value('pool_size')} (distinct, "
+        f"At {words.layer_label(site)} the sparse autoencoder used {value('pool_size')} (distinct, "
         "on the calibration text: the pool, P)"
     )
     if metrics.get(f"{site}.pool_saturated"):
@@ -44,7 +37,7 @@ def reading(result: Result) -> list[str]:
             f"{value('dead_latents')} never fire; its decoder columns' norms spread by "
             f"{value('decoder_norm_spread')} of their mean (the bound assumes unit norms)."
         )
-    if f"{site}.bound" in metrics and metric_refused(result, f"{site}.bound") is not None:
+    if f"{site}.bound" in metrics and words.metric_refused(result, f"{site}.bound") is not None:
         lines.append(
             "The SSD generalisation bound U and the sample size N* are computed from the "
             "saturated pool, so neither is read."
@@ -75,25 +68,25 @@ def _explosion_lines(result: Result, site: str) -> list[str]:
         if name not in auroc:
             return ""
         key = f"{site}.{auroc_name}.{name}"
-        return f" (AUROC {metric_value(result, key)}, {metric_interval(result, key)})"
+        return f" (AUROC {words.metric_value(result, key)}, {words.metric_interval(result, key)})"
 
     if "heldout" not in mean_k:
         return []
     others = ", ".join(
-        f"{human_name(name)} {metric_value(result, f'{site}.{k_name}.{name}')}{score(name)}"
+        f"{words.human_name(name)} {words.metric_value(result, f'{site}.{k_name}.{name}')}{score(name)}"
         for name in mean_k
         if name not in ("heldout", "calibration")
     )
     tokens = (
         " (special tokens and attention sinks left out, as sae-lens counts; counting every "
         f"token as the SSD paper does, held-out k is "
-        f"{metric_value(result, f'{site}.mean_k_all.heldout')})"
+        f"{words.metric_value(result, f'{site}.mean_k_all.heldout')})"
         if way
         else ""
     )
     return [
         f"Feature explosion: the mean number of active latents per token is "
-        f"{metric_value(result, f'{site}.{k_name}.heldout')} on held-out English{tokens} and "
+        f"{words.metric_value(result, f'{site}.{k_name}.heldout')} on held-out English{tokens} and "
         f"{others or 'not measured'} on out-of-distribution inputs of the same lengths; an "
         "AUROC near 1 means k alone tells them apart, and an interval that reaches 0.5 means "
         "this sample cannot tell."
@@ -105,7 +98,7 @@ def _bound_line(result: Result, site: str) -> str:
     metrics = result.metrics
 
     def value(name: str) -> str:
-        return metric_value(result, f"{site}.{name}")
+        return words.metric_value(result, f"{site}.{name}")
 
     if f"{site}.bound" not in metrics:
         return (
