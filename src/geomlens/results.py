@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +19,7 @@ import numpy as np
 from geomlens.atomic_files import atomic_write_text
 from geomlens.plain_state import state_class
 
-__all__ = ["Result", "set_drawer"]
+__all__ = ["Result", "plain", "set_drawer"]
 
 SCHEMA_VERSION = 1
 
@@ -40,22 +41,29 @@ def set_drawer(drawer: Drawer) -> None:
     _drawer = drawer
 
 
-def _plain(value: Any) -> Any:
-    """Convert numpy / torch scalars and arrays to JSON-ready Python values."""
+def plain(value: Any, *, array: Callable[[np.ndarray], Any] | None = None) -> Any:
+    """``value`` as JSON-ready Python values: numpy / torch scalars and arrays, mappings,
+    sequences, paths and objects with ``to_dict()`` (a config); a NaN float is ``None`` and an
+    infinite one ``"inf"`` / ``"-inf"`` (JSON has neither). ``array``: how an array is written
+    (default: nested lists; a sweep writes its options' arrays as content digests)."""
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()] if value.ndim else _plain(value.item())
+        if array is not None:
+            return array(value)
+        return plain(value.tolist() if value.ndim else value.item())
     if isinstance(value, np.generic):
-        return _plain(value.item())
+        return plain(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, array=array) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v, array=array) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if hasattr(value, "to_dict"):
+        return plain(value.to_dict(), array=array)
     return value
 
 
@@ -131,10 +139,10 @@ class Result:
         return {
             "schema_version": SCHEMA_VERSION,
             "analysis": self.analysis,
-            "metrics": _plain(self.metrics),
-            "tables": _plain(self.tables),
-            "config": _plain(self.config),
-            "provenance": _plain(self.provenance),
+            "metrics": plain(self.metrics),
+            "tables": plain(self.tables),
+            "config": plain(self.config),
+            "provenance": plain(self.provenance),
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int = 2) -> str:

@@ -49,7 +49,7 @@ from geomlens.output_folder import (
     sha256_of,
     write_owned,
 )
-from geomlens.results import Result
+from geomlens.results import Result, plain
 
 #: Options of ``gl.run`` itself (not of an analysis) that change what is measured.
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
@@ -644,25 +644,15 @@ def _data_digest(data: Any) -> str:
         return "repr:" + hashlib.sha256(repr(data).encode()).hexdigest()
 
 
+def _array_digest(value: np.ndarray) -> dict[str, Any]:
+    """An array in a sweep's options, written by its content (it may be large)."""
+    return {"array": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest(),
+            "shape": list(value.shape), "dtype": str(value.dtype)}  # fmt: skip
+
+
 def _plain(value: Any) -> Any:
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    if isinstance(value, np.ndarray):
-        return {"array": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest(),
-                "shape": list(value.shape), "dtype": str(value.dtype)}  # fmt: skip
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if hasattr(value, "to_dict"):
-        return _plain(value.to_dict())
-    raise TypeError(f"cannot digest a {type(value).__name__}")
+    """Options as JSON-ready values for sweep.json and the digests (arrays by content)."""
+    return plain(value, array=_array_digest)
 
 
 def _result_name(checkpoint: Checkpoint, name: str) -> str:
