@@ -14,6 +14,8 @@ from geomlens.analyses.registry import ANALYSES, register_declaration
 from geomlens.analyses.spec import MetricSpec
 from geomlens.analyses.words.guards import (
     AT_CHANCE,
+    AT_THE_CEILING,
+    a_cosine,
     at_chance,
     below_uniform_loss,
     chance_interval,
@@ -177,3 +179,34 @@ def test_an_accuracy_read_only_above_chance_refuses_an_interval_below_it():
     assert at_chance(0.5, above=True)(below, f"{SITE}.p") == AT_CHANCE
     above = _result(p=0.7, p_ci_low=0.6, p_ci_high=0.8)
     assert at_chance(0.5, above=True)(above, f"{SITE}.p") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "low", "high", "words"),
+    [
+        (0.8, 0.6, 1.1, None),  # inside [−1, 1]: read as a number
+        (1.05, 0.83, 1.27, AT_THE_CEILING),  # past 1 by noise: its interval holds 1
+        (-1.04, -1.2, -0.9, AT_THE_CEILING),
+        (1.3, 1.1, 1.5, "not read"),  # the whole interval past 1: the correction overshoots
+        (1.3, math.nan, math.nan, "not read"),  # no interval to say whether by noise
+    ],
+)
+def test_a_cosine_past_one_is_never_a_number(value, low, high, words):
+    result = _result(
+        alpha_corrected=value, alpha_corrected_ci_low=low, alpha_corrected_ci_high=high
+    )
+    said = a_cosine(result, f"{SITE}.alpha_corrected")
+    if words is None:
+        assert said is None
+    else:
+        assert said.startswith(words) and str(value) not in said, said
+
+
+def test_a_condition_qualified_cosine_reads_its_own_interval():
+    """linearization-effect's ``alpha_corrected_base`` has ``alpha_corrected_ci_low_base``."""
+    result = _result(
+        alpha_corrected_base=1.035,
+        alpha_corrected_ci_low_base=0.9,
+        alpha_corrected_ci_high_base=1.2,
+    )
+    assert a_cosine(result, f"{SITE}.alpha_corrected_base").startswith(AT_THE_CEILING)

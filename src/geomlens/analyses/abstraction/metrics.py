@@ -8,6 +8,7 @@ from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.spec import interval_ends
+from geomlens.analyses.words.guards import a_cosine
 from geomlens.formatting import number
 
 
@@ -44,32 +45,11 @@ def corrected_defined(result: Any, key: str) -> str | None:
     return None
 
 
-#: The words of a corrected α past ±1 whose 95 % interval still holds ±1 (they begin so).
-AT_THE_CEILING = "at a cosine's ceiling"
-
-
 def corrected_a_cosine(result: Any, key: str) -> str | None:
-    """The corrected α is a mean cosine divided by a reliability, so no cosine has a value past
-    ±1; no such number is printed. When its 95 % interval still holds that end, the estimate is
-    past it by noise in the correction: read as at the ceiling (the directions are as parallel
-    as this data can tell), not as a number. When the interval lies wholly past it, the
-    correction overshoots on these rows: not read."""
-    value = _site_value(result, key, "alpha_corrected", "alpha_corrected")
-    if not (math.isfinite(value) and abs(value) > 1.0):
-        return None
-    end = math.copysign(1.0, value)
-    low = _site_value(result, key, "alpha_corrected", "alpha_corrected_ci_low")
-    high = _site_value(result, key, "alpha_corrected", "alpha_corrected_ci_high")
-    if math.isfinite(low) and math.isfinite(high) and low <= end <= high:
-        which = "above 1" if end > 0 else "below −1"
-        return (
-            f"{AT_THE_CEILING} (the estimate lies {which}, where no cosine lies, but its 95 % "
-            f"interval holds {number(end)}: the directions are as parallel as this data can tell)"
-        )
-    return (
-        "not read: the estimate and its whole 95 % interval lie outside [−1, 1], where a "
-        "cosine lies (the noise correction overshoots on these rows)"
-    )
+    """The corrected α is a mean cosine divided by a reliability: past ±1 it is read through
+    :func:`~geomlens.analyses.words.guards.a_cosine` (at the ceiling, or not read)."""
+    site = key[: -len(".alpha_corrected")] if key.endswith(".alpha_corrected") else None
+    return a_cosine(result, f"{site}.alpha_corrected" if site else key)
 
 
 METRIC_SPECS: tuple[M, ...] = (

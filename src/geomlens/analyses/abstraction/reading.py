@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 from geomlens.analyses.words import reading_words as words
+from geomlens.analyses.words.guards import AT_THE_CEILING
 from geomlens.results import Result
-
-from .metrics import AT_THE_CEILING
 
 
 def reading(result: Result) -> list[str]:

@@ -23,5 +23,5 @@ METRIC_SPECS: tuple[M, ...] = (
 NORM_GROWTH = M(
     "norm_growth",
     "growth of the mean token norm from the first site to the last",
-    format=lambda value: f"{number(value)}-fold",
+    format=lambda value: f"a factor of {number(value)}",
 )

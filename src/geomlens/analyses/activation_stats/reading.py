@@ -22,7 +22,7 @@ def reading(result: Result) -> list[str]:
     lines = [
         f"The mean token norm goes from {words.metric_value(result, first)} at "
         f"{words.layer_label(sites[0])} to {words.metric_value(result, last)} at {words.layer_label(sites[-1])} "
-        f"(grown {grown}): this is the scale the other analyses' representations live at."
+        f"(changed by {grown}): this is the scale the other analyses' representations live at."
     ]
     worst = max(dead, key=dead.__getitem__) if dead else None
     # A residual-stream dimension has no activation function: one that stays negative on every

@@ -7,12 +7,12 @@ import math
 from typing import Any
 
 from geomlens.analyses.spec import MetricSpec as M
-from geomlens.analyses.words.guards import within
+from geomlens.analyses.words.guards import a_cosine
 from geomlens.formatting import number
 
-#: The noise-corrected α is a cosine divided by a reliability: outside [−1, 1] the correction
-#: overshot on these rows and no cosine has that value.
-A_COSINE = within(-1.0, 1.0, "a cosine")
+#: The noise-corrected α is a cosine divided by a reliability: past ±1 it is at the ceiling
+#: (its interval holds ±1) or not read, never a number.
+A_COSINE = a_cosine
 
 #: What each family of next-token losses is a loss of (the part of its key before the dot).
 LOSS_OF = {

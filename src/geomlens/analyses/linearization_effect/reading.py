@@ -88,13 +88,19 @@ def reading(result: Result) -> list[str]:
     where = layer_label(info.get("summary_site", "the summary site"))
     site = info.get("summary_site", "")
     if _finite(metrics.get("summary.alpha_corrected_base")):
+        # The summary site's own key carries the interval the guard reads (the summary's has none).
         overshoot = [
             refused
             for c in ("base", "linearized")
-            if (refused := metric_refused(result, f"summary.alpha_corrected_{c}")) is not None
+            if (
+                refused := metric_refused(
+                    result, _summary_key(result, site, f"alpha_corrected_{c}")
+                )
+            )
+            is not None
         ]
         if overshoot:  # a cosine divided by a reliability, past where any cosine lies
-            lines.append(f"At {where}, the noise-corrected α is not read ({overshoot[0]}).")
+            lines.append(f"At {where}, the noise-corrected α is {_refusal(overshoot[0])}.")
         elif _alpha_within_null(result, site):  # no shared direction: nothing to correct
             lines.append(
                 f"At {where}, the noise-corrected α is not read: the raw α is within its "
@@ -134,6 +140,16 @@ def reading(result: Result) -> list[str]:
             )
         lines.append(f"{alpha_words}, while {fidelity}. {ccgp_words}")
     return lines
+
+
+def _summary_key(result: Result, site: str, name: str) -> str:
+    """``<site>.<name>`` at the summary site where the result has it, else ``summary.<name>``."""
+    return f"{site}.{name}" if f"{site}.{name}" in result.metrics else f"summary.{name}"
+
+
+def _refusal(words: str) -> str:
+    """A guard's words after "is": "at a cosine's ceiling (…)", or "not read (…)"."""
+    return words if not words.startswith("not read: ") else f"not read ({words[10:]})"
 
 
 def _whole(amount: float) -> str:

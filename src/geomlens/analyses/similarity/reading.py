@@ -10,6 +10,7 @@ from geomlens.analyses.words.reading_words import (
     across_texts_words,
     derived_value,
     layer_label,
+    metric_refused,
     metric_value,
     missing,
 )
@@ -51,8 +52,9 @@ def reading(result: Result) -> list[str]:
     lines = [
         f"g(d) is the mean similarity of two stimuli at distance d; a stimulus with itself has "
         f"g(0) = 1. At {layer_label(site)} g falls to {_g_at(result, site, 'nearest', nearest)} "
-        f"already at the nearest distance d = {at['nearest']}, and to "
-        f"{_g_at(result, site, 'farthest', farthest)} at d = {at['farthest']}."
+        f"already at the nearest distance d = {at['nearest']}, and "
+        + _farthest_words(result, site, farthest, at["farthest"])
+        + "."
     ]
     across = result.metrics.get(f"{site}.g0_across_texts", math.nan)
     if not missing(across):
@@ -74,6 +76,16 @@ def reading(result: Result) -> list[str]:
 def _g_at(result: Result, site: str, end: str, row: dict) -> str:
     """g at the nearest or farthest distance (``<site>.g_nearest``)."""
     return _metric_or_row(result, f"{site}.g_{end}", float(row.get("mean", math.nan)))
+
+
+def _farthest_words(result: Result, site: str, row: dict, distance: str) -> str:
+    """ "to g(d) at d = D", or, when its guard refuses the farthest bin, why it is not read."""
+    refused = metric_refused(result, f"{site}.g_farthest")
+    if refused is not None:
+        return (
+            f"its farthest bin, d = {distance}, is {refused.removeprefix('not read: ')}: not read"
+        )
+    return f"to {_g_at(result, site, 'farthest', row)} at d = {distance}"
 
 
 def _crossing(result: Result, site: str, distance: float) -> str:

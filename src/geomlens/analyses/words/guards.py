@@ -23,6 +23,8 @@ from typing import Any, TypeAlias
 from geomlens.formatting import number, quantity, split_metric
 
 __all__ = [
+    "AT_THE_CEILING",
+    "a_cosine",
     "AT_CHANCE",
     "MEASUREMENT_FAILURE",
     "UNRESOLVED",
@@ -147,6 +149,52 @@ def within(low: float, high: float, what: str) -> Guard:
         return None
 
     return guard
+
+
+#: The words of a cosine estimate past ±1 whose 95 % interval still holds ±1 (they begin so).
+AT_THE_CEILING = "at a cosine's ceiling"
+
+
+def _interval_ends(result: Any, key: str) -> tuple[float, float]:
+    """The 95 % interval of ``key``: ``<key>_ci_low/high``, or for a condition-qualified name
+    (``alpha_corrected_base``) ``<stem>_ci_low_<condition>``; NaN ends when it has none."""
+    candidates = [(f"{key}_ci_low", f"{key}_ci_high")]
+    for condition in ("_base", "_linearized"):
+        if key.endswith(condition):
+            stem = key[: -len(condition)]
+            candidates.append((f"{stem}_ci_low{condition}", f"{stem}_ci_high{condition}"))
+    for low, high in candidates:
+        if low in result.metrics and high in result.metrics:
+            return _value(result, low), _value(result, high)
+    return math.nan, math.nan
+
+
+def a_cosine(result: Any, key: str) -> str | None:
+    """A cosine estimate (a disattenuated one may pass ±1): never printed past ±1. When its 95 %
+    interval holds that end, it is past it by noise and reads as at the ceiling (as parallel as
+    the data can tell); when the whole interval lies past it, or there is no interval to say
+    which, it is not read."""
+    value = _value(result, key)
+    if not (math.isfinite(value) and abs(value) > 1.0):
+        return None
+    end = math.copysign(1.0, value)
+    low, high = _interval_ends(result, key)
+    side = "above 1" if end > 0 else "below −1"
+    if math.isfinite(low) and math.isfinite(high) and low <= end <= high:
+        return (
+            f"{AT_THE_CEILING} (the estimate lies {side}, where no cosine lies, but its 95 % "
+            f"interval holds {'1' if end > 0 else '−1'}: the directions are as parallel as this "
+            "data can tell)"
+        )
+    if math.isfinite(low) and math.isfinite(high):
+        return (
+            "not read: the estimate and its whole 95 % interval lie outside −1 to 1, where a "
+            "cosine lies (the noise correction overshoots on these rows)"
+        )
+    return (
+        f"not read: the estimate lies {side}, where no cosine lies, and no interval says "
+        "whether by noise"
+    )
 
 
 #: A range end or grid spacing: a number, a metric name, or ``f(result, key)``.

@@ -93,6 +93,7 @@ def few_pairs(minimum: int = 10) -> Any:
         pairs = result.metrics.get(f"{key}_pairs")
         if pairs is None or not math.isfinite(float(pairs)) or pairs >= minimum:
             return None
-        return f"{number(result.metrics.get(key))} from {int(pairs)} pair(s) only: not read"
+        only = f"{int(pairs)} pair" + ("" if int(pairs) == 1 else "s")
+        return f"not read: a mean over {only} only (fewer than {minimum})"
 
     return guard
