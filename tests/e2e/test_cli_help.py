@@ -103,6 +103,8 @@ def test_the_heavy_import_check_sees_a_planted_import():
 
 @pytest.mark.parametrize("path", _commands(), ids=lambda path: " ".join(path) or "geomlens")
 def test_a_flag_is_shown_as_a_flag_not_as_taking_a_value(path):
-    """`--quick <bool>` read as if --quick took a value; a flag is shown bare."""
+    """`--quick <bool>` read as if --quick took a value; a flag is shown bare, and a repeatable
+    option by the value it takes each time (`--analysis <str>`, not `<list[str]>`)."""
     shown = CliRunner().invoke(app, [*path, "--help"], env=WIDE).output
     assert "<bool>" not in shown, shown
+    assert "<list[" not in shown, shown

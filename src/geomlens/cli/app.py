@@ -8,13 +8,20 @@ from typer.core import TyperOption
 
 def _flags_shown_as_flags() -> None:
     """``--help`` shows a flag as a flag: Typer writes "<bool>" beside every boolean option
-    (``--quick <bool>``), as if it took a value."""
+    (``--quick <bool>``), as if it took a value, and "<list[str]>" beside a repeatable one, as
+    if it took a Python list."""
     shown = TyperOption.display_type_rich
     if getattr(shown, "geomlens_flags", False):
         return
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag and self.metavar is None else shown(self, ctx)
+        if self.is_flag and self.metavar is None:
+            return None
+        text = shown(self, ctx)
+        # A repeatable option takes one value each time: "<str>", not "<list[str]>".
+        if isinstance(text, str) and text.startswith("<list[") and text.endswith("]>"):
+            return f"<{text[len('<list[') : -len(']>')]}>"
+        return text
 
     display_type_rich.geomlens_flags = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
