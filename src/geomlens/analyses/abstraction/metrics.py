@@ -67,7 +67,7 @@ METRIC_SPECS: tuple[M, ...] = (
     ),
     M(
         "alpha",
-        "abstraction α (raw, at the set rows per concept value and context)",
+        "abstraction α (raw: it grows with the rows averaged per concept value and context)",
         headline=True,
         guards=(alpha_above_null,),
     ),
