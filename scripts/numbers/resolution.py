@@ -268,13 +268,19 @@ def layer_table(results: dict[str, Any]) -> str:
 
 
 def _valley_verdict(rows: list[dict[str, Any]]) -> str:
-    """Whether the AIC valleys left a point: narrower than the bootstrap intervals or not."""
+    """Whether the AIC valleys left a point: sharp (narrower than the bootstrap interval and
+    than the printed 0.001) or flat, where the range is given instead."""
     wide = sum(1 for r in rows if r.get("p_theory_from_valley") == 1)
     if not wide:
         return (
-            ", less than its bootstrap interval, so each layer's point is given beside that range"
+            ", less than its bootstrap interval and than the printed 0.001, so each layer's "
+            "point is given beside that range"
         )
-    return f"; at {wide} of {len(rows)} layers as much as its bootstrap interval, so no point there"
+    where = "every layer" if wide == len(rows) else f"{wide} of {len(rows)} layers"
+    return (
+        f"; at {where} that is as much as its bootstrap interval or the printed 0.001 (a flat "
+        "valley), so the range is given there, not a point"
+    )
 
 
 def _theory_cell(row: dict[str, Any]) -> str:
@@ -286,7 +292,7 @@ def _theory_cell(row: dict[str, Any]) -> str:
     )
     if finite(row.get("p_similarity_theory")):
         return f"{fmt(row['p_similarity_theory'], 3)} ({valley})"
-    return f"{valley} (no point)"
+    return f"{valley} (flat valley: no point)"
 
 
 def _depends(row: dict[str, Any]) -> str:

@@ -49,13 +49,14 @@ def _interval_resolved(result: Any, key: str) -> str | None:
 
 
 def valley_range(result: Any, key: str) -> str | None:
-    """The theory's p_S or p_I where the fits within ΔAIC 2 of the best spread it wider than
-    its bootstrap interval: the range over them, not a point the optimiser picked."""
+    """The theory's p_S or p_I where its AIC valley is flat (the fits within ΔAIC 2 of the
+    best move it by as much as its bootstrap interval, or by the printed 0.001): the range
+    over those fits, not a point the optimiser picked within it."""
     site = key.rsplit(".", 1)[0]
     if result.metrics.get(f"{site}.p_theory_from_valley") != 1:
         return None
     low, high = result.metrics.get(f"{key}_low"), result.metrics.get(f"{key}_high")
-    return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: no point)"
+    return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: a flat valley, no point)"
 
 
 #: (p_S, p_I) of two candidates: chance is 1/2, read within ± 1.96 standard errors (``_se``) or,
@@ -103,8 +104,21 @@ METRIC_SPECS: tuple[M, ...] = (
     M("raw_p_identification", "p_I, raw cosine", guards=(AT_HALF,)),
     M("centred_p_similarity", "p_S, centred cosine", guards=(AT_HALF,)),
     M("centred_p_identification", "p_I, centred cosine", guards=(AT_HALF,)),
-    M("p_similarity_theory", "p_S of the fitted g", guards=(valley_range,)),
-    M("p_identification_theory", "p_I of the fitted g", guards=(valley_range,)),
+    M(
+        "p_similarity_theory",
+        "p_S of the fitted g (the range over fits within ΔAIC 2 where that valley is flat)",
+        guards=(valley_range,),
+    ),
+    M(
+        "p_identification_theory",
+        "p_I of the fitted g (the range over fits within ΔAIC 2 where that valley is flat)",
+        guards=(valley_range,),
+    ),
+    *(
+        M(f"p_{test}_theory_{end}", f"{symbol} of the fitted g, {word} over fits within ΔAIC 2")
+        for test, symbol in (("similarity", "p_S"), ("identification", "p_I"))
+        for end, word in (("low", "lowest"), ("high", "highest"))
+    ),
     M("front_distance", "distance to the universal front", headline=True),
     M(
         "raw_half_width",

@@ -292,7 +292,8 @@ def _side_by_side_lines(words: _SiteWords) -> list[str]:
 
 def _theory_words(words: _SiteWords) -> str:
     """The fitted g's (p_S, p_I): a point, or the range over the fits within ΔAIC 2 where
-    that range is as wide as the bootstrap's interval (the optimiser would pick the point)."""
+    that valley is flat (as wide as the bootstrap's interval or the printed 0.001: the
+    optimiser would pick the point)."""
     metric = words.metric
     if not missing(metric("p_similarity_theory")):
         return (
