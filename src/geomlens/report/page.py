@@ -19,6 +19,7 @@ from geomlens.analyses.words.metric_words import (
     metric_spec,
     metric_unit,
     metric_value,
+    stimulus_range,
 )
 from geomlens.formatting import duration, layer_label, number, split_metric
 from geomlens.report import figures, readings
@@ -101,12 +102,18 @@ def cell_text(result: Any, key: str) -> str:
     if refused is not None:
         return refused
     value = result.metrics[key]
-    return NOT_MEASURED if value is None or value != value else number(value, 3)
+    if value is None or value != value:
+        return NOT_MEASURED
+    if spec is not None and spec.format is not None:  # the spec says how it is written
+        return str(spec.format(value))
+    return number(value, 3)
 
 
 def headline_table(result: Any) -> dict[str, Any] | None:
     """The analysis's headline metrics for every site: one row per site, one column per metric
-    (its unit in the header), and the metrics of no site (``summary.*``) apart."""
+    (its unit in the header), and the metrics of no site (``summary.*``) apart. ``range``:
+    "over 1901–2000", the stimulus range every row holds for (:func:`stimulus_range`), when
+    the rows share one; rows over different ranges name their own in their labels."""
     sites = readings.result_sites(result)
     names = readings.headline_metrics(result)
     if not sites or not names:
@@ -116,7 +123,7 @@ def headline_table(result: Any) -> dict[str, Any] | None:
         unit = metric_unit(f"{sites[0]}.{name}", result, sites)
         label = metric_name(name)
         columns.append({"name": name, "label": f"{label} ({unit})" if unit else label})
-    rows = []
+    rows: list[dict[str, Any]] = []
     for site in sites:
         cells = [
             {"name": name, "text": cell_text(result, f"{site}.{name}")}
@@ -125,13 +132,25 @@ def headline_table(result: Any) -> dict[str, Any] | None:
             for name in names
         ]
         rows.append({"site": site, "label": layer_label(site), "cells": cells})
+    spans = {site: stimulus_range(result, site) for site in sites}
+    shared = set(spans.values())
+    if len(shared) > 1:  # each row says its own range
+        for row in rows:
+            if spans[row["site"]]:
+                row["label"] = f"{row['label']}, over {spans[row['site']]}"
+    only = next(iter(shared)) if len(shared) == 1 else None
     prefixes = tuple(site + "." for site in sites)
     other = [
         (metric_label(key, sites), metric_value(result, key))
         for key in result.metrics
         if not key.startswith(prefixes)
     ]
-    return {"columns": columns, "rows": rows, "other": other}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "other": other,
+        "range": f"over {only}" if only else "",
+    }
 
 
 def cost_detail(provenance: dict[str, Any]) -> str:

@@ -50,6 +50,7 @@ from geomlens.analyses.similarity.analysis import (
     g_of_d,
     plot_profiles,
 )
+from geomlens.analyses.similarity.stimulus_range import range_metrics
 from geomlens.formatting import distance_unit
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
@@ -781,6 +782,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             measured, chosen, _full_scales(site_metrics, intervals, site), config.bins
         )
         site_metrics[f"{site}.scale_depends_on_range"] = depends
+        site_metrics.update(range_metrics(site, measured.coordinates))
         metrics.update(site_metrics)
         tables["range_dependence"].extend(range_rows)
         tables["placement"].append({"site": site, "family": chosen.family, **placement})

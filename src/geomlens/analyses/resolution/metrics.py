@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from geomlens.analyses.similarity.metrics import RANGE_SPECS
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.spec import interval_ends
 from geomlens.analyses.words.guards import at_chance, resolved_scale
+from geomlens.analyses.words.metric_words import stimulus_range
 from geomlens.analyses.words.scale_guards import (
     bounded_ball,
     floor_by_construction,
     unresolved_scale,
 )
-from geomlens.formatting import distance_unit
+from geomlens.formatting import distance_unit, number
 
 #: A censored scale reads "< d₁ …" or "> bound …"; an uncensored one (a fitted ε may lie anywhere
 #: up to the search bound, 4 × the largest distance) is refused outside the stimuli's distances
@@ -57,6 +59,25 @@ def valley_range(result: Any, key: str) -> str | None:
         return None
     low, high = result.metrics.get(f"{key}_low"), result.metrics.get(f"{key}_high")
     return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: a flat valley, no point)"
+
+
+def grows_with_range(result: Any, key: str) -> str | None:
+    """``scale_depends_on_range`` = 1, read as what it means for every scale of the site: no
+    single scale over the range measured (the half-width is that range's, not the model's
+    resolution)."""
+    if result.metrics.get(key) != 1:
+        return None
+    site = key.rsplit(".", 1)[0]
+    return f"grows with the range: no single scale over {stimulus_range(result, site) or 'these stimuli'}"
+
+
+def _same_scale(value: float) -> str:
+    """``scale_depends_on_range`` = 0 in words (1 is :func:`grows_with_range`'s)."""
+    return (
+        "no: the central half and quarter of the range give the same"
+        if value == 0
+        else number(value)
+    )
 
 
 #: (p_S, p_I) of two candidates: chance is 1/2, read within ± 1.96 standard errors (``_se``) or,
@@ -139,7 +160,11 @@ METRIC_SPECS: tuple[M, ...] = (
     M("zero_crossing", "first distance where g < 0", "distance"),
     M(
         "scale_depends_on_range",
-        "the scale depends on the stimulus range (1: the central sub-ranges give another)",
+        "whether the scale depends on the stimulus range",
         headline=True,
+        format=_same_scale,
+        guards=(grows_with_range,),
+        caveat=True,
     ),
+    *RANGE_SPECS,
 )

@@ -40,6 +40,7 @@ from geomlens.results import Result
 from . import DECLARATION
 from .binning import distance_bins
 from .config import SimilarityConfig
+from .stimulus_range import range_metrics
 
 
 @dataclass
@@ -137,6 +138,7 @@ class Similarity(Analysis, declaration=DECLARATION):
             profile_rows.extend({"site": measured.site, **row} for row in rows)
             metrics.update(profile_metrics(measured.site, rows, len(measured.coordinates)))
             metrics.update(across_text_metrics(measured))
+            metrics.update(range_metrics(measured.site, measured.coordinates))
             if self.config.full_matrix:
                 matrix_rows.extend(similarity_table(measured))
         tables = {"g_of_d": profile_rows, "metric": self.metric_table()}

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from geomlens.analyses.similarity.binning import distance_edges
+from geomlens.analyses.similarity.stimulus_range import range_metrics
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.models.adapter import LOGITS_SITE
 from geomlens.plain_state import state_class
@@ -128,6 +129,10 @@ class ChoiceRecords:
     def _row_order(self) -> np.ndarray:
         return np.argsort(self.index, kind="stable")
 
+    def _coordinates_seen(self) -> list[Any]:
+        """Every probe's and option's coordinate (the stimuli the choices were asked over)."""
+        return [c for k in self._row_order() for c in (self.probe[k], *self.option_coordinates[k])]
+
     def trials(self, metric: Metric) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(test, D over options, option distances to the probe) per row, in row order."""
         distance = parse_metric(metric)
@@ -157,6 +162,7 @@ class ChoiceRecords:
             if row["n"] == 2:
                 metrics[f"{LOGITS_SITE}.{key}"] = row["accuracy"]
         metrics[f"{LOGITS_SITE}.first_token_options"] = float(len(self.first_token_options))
+        metrics.update(range_metrics(LOGITS_SITE, self._coordinates_seen()))
         profile = recover_similarity(
             [d for _, _, d in trials], [np.log(p) for _, p, _ in trials], bins
         )
