@@ -929,9 +929,11 @@ class Resolution(Similarity, declaration=DECLARATION):
                 )
             elif _finite(row.get("p_similarity_theory_low")):  # a flat valley: its range
                 _draw_valley(ax_plane, row, colour)
+        placed = result.tables.get("placement", [])
         ax_plane.plot([], [], "ko", label="measured (per site)")
-        ax_plane.plot([], [], "kx", label="fitted g (per site)")
-        if any(r.get("p_theory_from_valley") == 1 for r in result.tables.get("placement", [])):
+        if any(_finite(r["p_similarity_theory"]) for r in placed):
+            ax_plane.plot([], [], "kx", label="fitted g (per site)")
+        if any(r.get("p_theory_from_valley") == 1 for r in placed):
             ax_plane.plot([], [], "k-", lw=0.8, label="fitted g, flat AIC valley: its range")
         ax_plane.set_xlabel("p_S (similarity test, n = 2)")
         ax_plane.set_ylabel("p_I (identification test, n = 2)")
