@@ -19,6 +19,7 @@ from geomlens.analyses.words.metric_words import (
     metric_spec,
     metric_unit,
     metric_value,
+    shared_stimulus_range,
     stimulus_range,
 )
 from geomlens.formatting import duration, layer_label, number, split_metric
@@ -132,13 +133,11 @@ def headline_table(result: Any) -> dict[str, Any] | None:
             for name in names
         ]
         rows.append({"site": site, "label": layer_label(site), "cells": cells})
-    spans = {site: stimulus_range(result, site) for site in sites}
-    shared = set(spans.values())
-    if len(shared) > 1:  # each row says its own range
-        for row in rows:
-            if spans[row["site"]]:
-                row["label"] = f"{row['label']}, over {spans[row['site']]}"
-    only = next(iter(shared)) if len(shared) == 1 else None
+    only = shared_stimulus_range(result, sites)
+    for row in rows if only is None else ():  # each row says its own range
+        span = stimulus_range(result, row["site"])
+        if span:
+            row["label"] = f"{row['label']}, over {span}"
     prefixes = tuple(site + "." for site in sites)
     other = [
         (metric_label(key, sites), metric_value(result, key))

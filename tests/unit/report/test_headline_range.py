@@ -108,3 +108,9 @@ def test_the_similarity_analysis_names_its_range_too():
     assert OVER in headline(result)
     table = headline_table(result)
     assert table is not None and table["range"] == OVER
+    assert OVER in result.plot().get_suptitle()  # the figure too
+
+
+def test_the_resolution_figure_names_the_range(results):
+    figure = results["power"].plot()
+    assert OVER in figure.axes[0].get_title()

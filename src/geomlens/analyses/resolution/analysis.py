@@ -51,7 +51,8 @@ from geomlens.analyses.similarity.analysis import (
     plot_profiles,
 )
 from geomlens.analyses.similarity.stimulus_range import range_metrics
-from geomlens.formatting import distance_unit
+from geomlens.analyses.words.metric_words import shared_stimulus_range
+from geomlens.formatting import coordinate, distance_unit
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
@@ -685,13 +686,13 @@ def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[s
 
 
 def _profile_title(result: Result, first: float) -> str:
-    """The g(d) panel's title, with the stimulus range its scales hold for."""
+    """The g(d) panel's title, with the stimulus range its scales hold for (its metrics; a
+    result written before them: its ``scale_depends_on`` table)."""
+    span = shared_stimulus_range(result, {r["site"] for r in result.tables.get("g_of_d", [])})
     scope = result.tables.get("scale_depends_on") or [{}]
-    over = (
-        f" over {scope[0]['coordinate_low']:g}–{scope[0]['coordinate_high']:g}"
-        if "coordinate_low" in scope[0]
-        else ""
-    )
+    if span is None and "coordinate_low" in scope[0]:
+        span = f"{coordinate(scope[0]['coordinate_low'])}–{coordinate(scope[0]['coordinate_high'])}"
+    over = f" over {span}" if span else ""
     return (
         f"similarity profile and chosen fit per site{over} (unscaled; first distance "
         f"d₁ = {first:g}, dotted)"

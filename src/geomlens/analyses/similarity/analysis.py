@@ -29,6 +29,7 @@ from geomlens.analyses.base import Analysis, Batch
 from geomlens.analyses.similarity.choices import LOGITS_SITE, ChoiceRecords
 from geomlens.analyses.similarity.pooled import PooledRows, StimulusRepresentations
 from geomlens.analyses.statistics.duplicates import refuse_duplicates
+from geomlens.analyses.words.metric_words import shared_stimulus_range
 from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
@@ -225,7 +226,10 @@ class Similarity(Analysis, declaration=DECLARATION):
             if behavioural
             else f"g(d), {result.config.get('similarity', 'centred-cosine')} of the representations"
         )
-        figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}")
+        sites = {r["site"] for r in result.tables["g_of_d"]}
+        span = shared_stimulus_range(result, sites)  # the range its g(d) holds for
+        over = f" · over {span}" if span else ""
+        figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}{over}")
         figure.tight_layout()
         return figure
 

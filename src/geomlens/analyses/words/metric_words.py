@@ -19,7 +19,7 @@ from geomlens.formatting import distance_unit, human_name, layer_label, quantity
 
 __all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "RANGE_METRICS", "derived_value", "metric_label",
            "metric_name", "metric_refused", "metric_spec", "metric_unit", "metric_value",
-           "stimulus_range"]  # fmt: skip
+           "shared_stimulus_range", "stimulus_range"]  # fmt: skip
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
 METRIC_SUFFIXES: dict[str, str] = {
@@ -141,6 +141,13 @@ def stimulus_range(result: Any, site: str) -> str | None:
     if low == high:
         return low
     return f"{low} to {high}" if low.startswith(("-", "−")) else f"{low}–{high}"
+
+
+def shared_stimulus_range(result: Any, sites: Any) -> str | None:
+    """The :func:`stimulus_range` every one of ``sites`` holds for, or None when they differ
+    (or none reports one)."""
+    said = {stimulus_range(result, site) for site in sites}
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def _missing(value: Any) -> bool:
