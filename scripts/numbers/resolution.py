@@ -166,7 +166,7 @@ def _theory_span(rows: list[dict[str, Any]], name: str) -> str:
     valley = f"{fmt(min(low), 3)}–{fmt(max(high), 3)}" if low and high else "—"
     if all(finite(r.get(name)) for r in rows):
         return f"{span([r[name] for r in rows], 3)} (over the fits within ΔAIC 2: {valley})"
-    return f"{valley} (the fits within ΔAIC 2; no point)"
+    return f"{valley} (the fits within ΔAIC 2: flat valleys, no point)"
 
 
 def readme_paragraph(results: dict[str, Any]) -> str:
@@ -268,13 +268,35 @@ def layer_table(results: dict[str, Any]) -> str:
 
 
 def _valley_verdict(rows: list[dict[str, Any]]) -> str:
-    """Whether the AIC valleys left a point: narrower than the bootstrap intervals or not."""
+    """Whether the AIC valleys left a point: sharp (narrower than the bootstrap interval and
+    than the printed 0.001) or flat, where the range is given instead."""
     wide = sum(1 for r in rows if r.get("p_theory_from_valley") == 1)
     if not wide:
         return (
-            ", less than its bootstrap interval, so each layer's point is given beside that range"
+            ", less than its bootstrap interval and than the printed 0.001, so each layer's "
+            "point is given beside that range"
         )
-    return f"; at {wide} of {len(rows)} layers as much as its bootstrap interval, so no point there"
+    where = "every layer" if wide == len(rows) else f"{wide} of {len(rows)} layers"
+    if not any(_as_wide_as_bootstrap(r) for r in rows):
+        return (
+            f"; at {where} that is at least the printed 0.001, though inside its bootstrap "
+            "interval (a flat valley: a point would be the optimiser's pick), so the range is "
+            "given there, not a point"
+        )
+    return (
+        f"; at {where} that is as much as its bootstrap interval or the printed 0.001 (a flat "
+        "valley), so the range is given there, not a point"
+    )
+
+
+def _as_wide_as_bootstrap(row: dict[str, Any]) -> bool:
+    """Whether a layer's AIC valley moves p_S or p_I as much as its bootstrap interval."""
+    return any(
+        finite(row.get(f"{name}_ci_low"))
+        and row[f"{name}_high"] - row[f"{name}_low"]
+        >= row[f"{name}_ci_high"] - row[f"{name}_ci_low"]
+        for name in ("p_similarity_theory", "p_identification_theory")
+    )
 
 
 def _theory_cell(row: dict[str, Any]) -> str:
@@ -286,7 +308,7 @@ def _theory_cell(row: dict[str, Any]) -> str:
     )
     if finite(row.get("p_similarity_theory")):
         return f"{fmt(row['p_similarity_theory'], 3)} ({valley})"
-    return f"{valley} (no point)"
+    return f"{valley} (flat valley: no point)"
 
 
 def _depends(row: dict[str, Any]) -> str:

@@ -64,6 +64,18 @@ def number(value: Any, digits: int = 3) -> str:
     return text
 
 
+def coordinate(value: Any) -> str:
+    """A stimulus coordinate as its axis writes it: a whole number in full with no separator
+    (the year ``1901``, never ``1,901``), any other value as :func:`number` writes it."""
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isfinite(as_float) and as_float == round(as_float) and abs(as_float) < 1e15:
+        return str(int(as_float))
+    return number(as_float)
+
+
 def quantity(value: Any, unit: str = "", digits: int = 3) -> str:
     """``value`` with its ``unit``: ``166 years``, ``1,506 tokens``, ``0.5 s``; no unit: the number.
 

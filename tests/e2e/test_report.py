@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import geomlens as gl
 from geomlens.analyses.registry import ANALYSES, builtin_analyses
 from geomlens.analyses.words.guards import is_null
+from geomlens.analyses.words.metric_words import metric_spec
 from geomlens.cli import app
 from geomlens.data.dataset import Dataset
 from geomlens.formatting import number
@@ -125,6 +126,14 @@ def test_page_shows_each_layers_headline_numbers_with_units(quick_report, tmp_pa
                     continue
                 cell = cells[(name, site, metric)]  # every layer's headline metric is shown
                 if is_null(cell["text"]):  # a guard refused it: its words, never the number
+                    continue
+                spec = metric_spec(metric, name)
+                refused = spec.blocked(gl.Result.from_dict(saved), f"{site}.{metric}")
+                if refused is not None:  # a guard's words in place of a flag: those words
+                    assert cell["text"] == refused, (name, site, cell)
+                    continue
+                if spec.format is not None and not re.match(r"[−\d]", cell["text"]):
+                    assert cell["text"] == spec.format(value), (name, site, cell)  # words
                     continue
                 scale = max(abs(value) * 5.01e-3, 0.5 if abs(value) >= 100 else 0.0)
                 assert abs(_shown_value(cell["text"]) - value) <= scale, (name, site, cell)

@@ -37,7 +37,10 @@ class MetricSpec:
     for a ratio, a probability or a cosine; ``"distance"`` for the stimuli's coordinate unit);
     ``headline``: whether the report shows it for every site and the printed summary leads with
     it (headlines keep the order of the specs); ``format``: writes a value (default
-    :func:`geomlens.formatting.number`); ``guards``: see :data:`Guard`.
+    :func:`geomlens.formatting.number`); ``guards``: see :data:`Guard`; ``caveat``: a headline
+    whose guard's words, when a guard speaks, qualify every other number of its site (the
+    scale "grows with the range: no single scale over 1901–2000"), so the printed summary
+    line says them even when the metric is not among its first headlines.
     """
 
     name: str
@@ -46,6 +49,7 @@ class MetricSpec:
     headline: bool = False
     format: Callable[[Any], str] | None = None
     guards: tuple[Guard, ...] = field(default=())
+    caveat: bool = False
 
     def blocked(self, result: Any, key: str) -> str | None:
         """The words of the first guard that refuses ``key`` of ``result``, or None."""

@@ -270,6 +270,8 @@ def _print_run_summary(result: Any, built: Any, out: Path, *, used_default_data:
             typer.echo(f"  {name} = {value:.6g}")
         more = len(result.metrics) - 20
     else:
+        if table["range"]:  # the stimulus range every number holds for, said first
+            typer.echo(f"  measured {table['range']}: every number below holds for that range")
         labels = [row["label"] for row in table["rows"]]
         width = max(len(label) for label in labels)
         typer.echo("  " + " " * width + "  " + "  ".join(c["label"] for c in table["columns"]))

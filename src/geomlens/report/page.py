@@ -17,6 +17,8 @@ from geomlens.analyses.words.metric_words import (
     metric_name,
     metric_unit,
     metric_value,
+    shared_stimulus_range,
+    stimulus_range,
 )
 from geomlens.formatting import duration, layer_label
 from geomlens.report import figures, readings
@@ -98,7 +100,9 @@ def cell_text(result: Any, key: str) -> str:
 
 def headline_table(result: Any) -> dict[str, Any] | None:
     """The analysis's headline metrics for every site: one row per site, one column per metric
-    (its unit in the header), and the metrics of no site (``summary.*``) apart."""
+    (its unit in the header), and the metrics of no site (``summary.*``) apart. ``range``:
+    "over 1901–2000", the stimulus range every row holds for (:func:`stimulus_range`), when
+    the rows share one; rows over different ranges name their own in their labels."""
     sites = readings.result_sites(result)
     names = readings.headline_metrics(result)
     if not sites or not names:
@@ -108,7 +112,7 @@ def headline_table(result: Any) -> dict[str, Any] | None:
         unit = metric_unit(f"{sites[0]}.{name}", result, sites)
         label = metric_name(name)
         columns.append({"name": name, "label": f"{label} ({unit})" if unit else label})
-    rows = []
+    rows: list[dict[str, Any]] = []
     for site in sites:
         cells = [
             {"name": name, "text": cell_text(result, f"{site}.{name}")}
@@ -117,13 +121,23 @@ def headline_table(result: Any) -> dict[str, Any] | None:
             for name in names
         ]
         rows.append({"site": site, "label": layer_label(site), "cells": cells})
+    only = shared_stimulus_range(result, sites)
+    for row in rows if only is None else ():  # each row says its own range
+        span = stimulus_range(result, row["site"])
+        if span:
+            row["label"] = f"{row['label']}, over {span}"
     prefixes = tuple(site + "." for site in sites)
     other = [
         (metric_label(key, sites), metric_value(result, key))
         for key in result.metrics
         if not key.startswith(prefixes)
     ]
-    return {"columns": columns, "rows": rows, "other": other}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "other": other,
+        "range": f"over {only}" if only else "",
+    }
 
 
 def cost_detail(provenance: dict[str, Any]) -> str:

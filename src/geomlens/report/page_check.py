@@ -26,7 +26,7 @@ INLINE_CODE = frozenset({"code", "kbd", "samp"})
 #: Elements that end a run of text (a sentence never spans two of them).
 BLOCK_ELEMENTS = frozenset(
     {"p", "li", "td", "th", "h1", "h2", "h3", "h4", "div", "section", "summary", "tr", "table",
-     "ul", "ol", "nav", "details", "body", "title", "figcaption"}
+     "ul", "ol", "nav", "details", "body", "title", "figcaption", "caption"}
 )  # fmt: skip
 
 _NUMBER = r"[−-]?\d[\d,]*(?:\.\d+)?"

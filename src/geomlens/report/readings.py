@@ -15,7 +15,10 @@ from geomlens.analyses.words.metric_words import (
     metric_interval,
     metric_label,
     metric_name,
+    metric_refused,
+    metric_spec,
     metric_value,
+    stimulus_range,
 )
 from geomlens.analyses.words.reading_words import per_site
 from geomlens.formatting import layer_label
@@ -104,22 +107,29 @@ def headline_metrics(result: Result) -> list[str]:
 
 def headline(result: Result) -> str:
     """A short line for the printed summary: the first headline metrics at the last site, with
-    their units, or the result's first summary metrics."""
+    their units, the stimulus range they hold for ("at layer 5, over 1901–2000") and the words
+    of any caveat of that site (a headline spec with ``caveat=True`` whose guard speaks: "grows
+    with the range: no single scale over 1901–2000"); or the result's first summary metrics."""
     sites = result_sites(result)
     names = headline_metrics(result)
     if sites and names:
         site = next(s for s in reversed(sites) if any(f"{s}.{n}" in result.metrics for n in names))
         parts = []
+        caveats = _caveats(result, site, names)
         for name in names:
             key = f"{site}.{name}"
             if key not in result.metrics or "_ci_" in name or _nan(result.metrics[key]):
+                continue
+            if _is_caveat(result, name):  # said after the range, in its own words
                 continue
             text = f"{metric_name(name)} {metric_value(result, key)}"
             interval = metric_interval(result, key)  # refused with the metric, never alone
             if interval.startswith("95 %"):
                 text += f" ({interval})"
             parts.append(text)
-        return "; ".join(parts[:SUMMARY_HEADLINES]) + f" at {layer_label(site)}"
+        span = stimulus_range(result, site)
+        where = f" at {layer_label(site)}" + (f", over {span}" if span else "")
+        return "; ".join(parts[:SUMMARY_HEADLINES]) + where + "".join(f"; {c}" for c in caveats)
     summary = [k for k in result.metrics if k.startswith("summary.")]
     shown = [k for k in summary or list(result.metrics) if "_ci_" not in k]
     shown = [k for k in shown if not _nan(result.metrics[k])]
@@ -128,6 +138,18 @@ def headline(result: Result) -> str:
         "; ".join(f"{metric_label(key, sites)} {metric_value(result, key)}" for key in shown[:3])
         or "no metrics"
     )
+
+
+def _is_caveat(result: Result, name: str) -> bool:
+    spec = metric_spec(name, result.analysis)
+    return spec is not None and spec.caveat
+
+
+def _caveats(result: Result, site: str, names: list[str]) -> list[str]:
+    """The words of the site's caveats that apply (see :func:`headline`)."""
+    keys = [f"{site}.{name}" for name in names if _is_caveat(result, name)]
+    said = [metric_refused(result, key) for key in keys if key in result.metrics]
+    return [words for words in said if words is not None]
 
 
 def _nan(value: object) -> bool:

@@ -268,10 +268,11 @@ def _noisy_two_scales(sigma=0.1):
     return measured, chosen, edges, bootstrap_fits(measured, chosen.family, edges, 40, 0)
 
 
-def test_the_theory_point_comes_with_the_range_of_its_aic_valley():
+def test_a_flat_aic_valley_gives_an_interval_even_inside_the_bootstrap():
     """A first drop finer than d₁ in noise: every ε_fast within ΔAIC 2 of the best fits as
-    well, and the theory's p_S moves across them (0.803–0.830 here); narrower than the
-    bootstrap's interval (0.770–0.834), so the point is given beside its range."""
+    well, and the theory's p_S moves across them (0.803–0.830 here). That is narrower than
+    the bootstrap's interval (0.770–0.834), but a point would still be the optimiser's pick
+    to the printed three decimals: the range is given, not a point."""
     from geomlens.analyses.resolution.analysis import _protocol, _theory_point
     from geomlens.analyses.resolution.config import ResolutionConfig
 
@@ -279,9 +280,55 @@ def test_the_theory_point_comes_with_the_range_of_its_aic_valley():
     assert chosen.family == "two-scale"
     row = _theory_point(measured, chosen, edges, boot.fits, _protocol(ResolutionConfig(), 0))
     low, high = row["p_similarity_theory_low"], row["p_similarity_theory_high"]
-    assert low < row["p_similarity_theory"] < high and high - low > 0.01
-    assert row["p_theory_from_valley"] == 0
+    assert high - low > 0.01
     assert high - low < row["p_similarity_theory_ci_high"] - row["p_similarity_theory_ci_low"]
+    assert row["p_theory_from_valley"] == 1
+    assert np.isnan(row["p_similarity_theory"]) and np.isnan(row["p_identification_theory"])
+
+
+def test_a_sharp_aic_valley_gives_a_point():
+    """One planted exponential scale on a grid that resolves it: the fits within ΔAIC 2 move
+    the theory's (p_S, p_I) by less than the printed precision and the bootstrap, so the point
+    is given, inside its range, and it is the planted g's own."""
+    from geomlens.analyses.resolution.analysis import (
+        VALLEY_PRECISION,
+        _protocol,
+        _theory_point,
+        bootstrap_fits,
+        fit_profile,
+    )
+    from geomlens.analyses.resolution.config import ResolutionConfig
+    from geomlens.analyses.resolution.profile_fits import chosen_fit
+    from geomlens.analyses.similarity.analysis import SiteSimilarity
+    from geomlens.theory.finite_sets import evaluate
+
+    line = np.arange(60.0)
+    d = np.abs(np.subtract.outer(line, line))
+    noise = np.random.default_rng(2).normal(0, 0.01, d.shape)
+    similarity = np.exp(-d / 6.0) + (noise + noise.T) / 2
+    np.fill_diagonal(similarity, 1.0)
+    measured = SiteSimilarity(SITE, line, d, similarity)
+    edges = distance_bins(d, None)
+    chosen = chosen_fit(fit_profile(d, similarity, edges))
+    boot = bootstrap_fits(measured, chosen.family, edges, 40, 0)
+    protocol = _protocol(ResolutionConfig(), 0)
+    row = _theory_point(measured, chosen, edges, boot.fits, protocol)
+    assert row["p_theory_from_valley"] == 0
+    for name in ("p_similarity_theory", "p_identification_theory"):
+        low, high = row[f"{name}_low"], row[f"{name}_high"]
+        assert low <= row[name] <= high and high - low < VALLEY_PRECISION
+    planted = evaluate(d, lambda x: np.exp(-x / 6.0), 2, **protocol)
+    assert row["p_similarity_theory"] == pytest.approx(planted.p_s, abs=0.005)
+    assert row["p_identification_theory"] == pytest.approx(planted.p_i, abs=0.005)
+
+
+def test_valley_flat_by_bootstrap_or_by_printed_precision():
+    from geomlens.analyses.resolution.analysis import valley_is_flat
+
+    assert not valley_is_flat(0.0004, 0.01)  # sharp: below both
+    assert valley_is_flat(0.004, 0.01)  # inside the bootstrap, but it moves the printed digits
+    assert valley_is_flat(0.0004, 0.0003)  # as wide as the bootstrap
+    assert not valley_is_flat(0.0004, float("nan"))  # no bootstrap: the precision alone
 
 
 def test_a_valley_wider_than_the_bootstrap_gives_an_interval_not_a_point():

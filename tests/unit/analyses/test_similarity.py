@@ -297,3 +297,29 @@ def test_the_metric_used_is_recorded_and_a_chosen_one_is_kept():
     hues = stimuli.hue_circle(step=90, words=False)
     circular = gl.run("similarity", {SITE: np.eye(4)}, hues.as_data(), progress=False)
     assert circular.tables["metric"] == [{"metric": "circular:360", "from": "data"}]
+
+
+def test_behavioural_recovery_on_200_stimuli_keeps_the_grid():
+    """Past 128 distinct option distances the recovery bins as the representational profile
+    does: d₁ is the smallest distance offered (1 on integers 0–199, where equal-width bins
+    would pool 0–4 into one) and the planted half-width comes back."""
+    scale = 8.0
+    g = lambda d: np.exp(-d / scale)  # noqa: E731  half-width ln 2 · 8 = 5.55
+    prompts = choice_prompts(range(200), candidates=(2, 4), trials=600, seed=5)
+    probes = prompts.columns["coordinate"]
+    options = prompts.columns["option_coordinates"]
+    logits, token_ids = _planted_choice_logits(g, list(zip(probes, options)))
+    columns = dict(prompts.columns)
+    columns["option_token_ids"] = np.empty(len(token_ids), dtype=object)
+    columns["option_token_ids"][:] = token_ids
+    data = Dataset(num_rows=len(token_ids), columns=columns)
+    offered = {abs(o - p) for p, opts in zip(probes, options) for o in opts}
+    assert len(offered) > 128  # the case the binning rule is about
+    result = gl.run("similarity", {"logits": logits}, data, mode="behavioural", progress=False)
+    rows = result.tables["g_of_d"]
+    d = np.array([r["distance"] for r in rows])
+    g_hat = np.array([r["mean"] for r in rows])
+    assert d[0] == 0 and d[1] == 1  # d₁: the grid's first distance, its own bin
+    below = np.flatnonzero(g_hat < 0.5)[0]
+    half = np.interp(0.5, g_hat[below - 1 : below + 1][::-1], d[below - 1 : below + 1][::-1])
+    assert half == pytest.approx(scale * np.log(2), rel=0.05)

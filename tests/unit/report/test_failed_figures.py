@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from helpers.planted_reports import planted_report
 from typer.testing import CliRunner
 
 import geomlens as gl
@@ -59,14 +60,7 @@ def _report(folder, names) -> Report:
         Outcome(name, result=gl.Result(name, metrics={f"{SITE}.value": 0.25}), rows=4, full_rows=4)
         for name in names
     ]
-    provenance = {
-        "model": {"model_id": "planted"},
-        "quick": True,
-        "passes": [],
-        "run_seconds": 1.0,
-        "started_utc": "2026-01-01T00:00:00+00:00",
-    }
-    return Report(folder, outcomes, provenance)
+    return planted_report(folder, outcomes)
 
 
 def _status(page: str) -> str:

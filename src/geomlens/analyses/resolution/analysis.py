@@ -50,7 +50,9 @@ from geomlens.analyses.similarity.analysis import (
     g_of_d,
     plot_profiles,
 )
-from geomlens.formatting import distance_unit
+from geomlens.analyses.similarity.stimulus_range import range_metrics
+from geomlens.analyses.words.metric_words import shared_stimulus_range
+from geomlens.formatting import coordinate, distance_unit
 from geomlens.results import Result
 from geomlens.theory import resolution as theory
 from geomlens.theory.balls import finite_ball
@@ -242,6 +244,20 @@ def _interval_metrics(key: str, interval: Interval) -> dict[str, float]:
 def _number(value: Any) -> float:
     """A float from a JSON value (None → NaN)."""
     return float(value) if value is not None else float("nan")
+
+
+def _draw_valley(ax: Any, row: dict[str, Any], colour: Any) -> None:
+    """A flat AIC valley's fitted-g (p_S, p_I) as the box of its ranges (no point: the
+    optimiser would pick one)."""
+    s_low, s_high = row["p_similarity_theory_low"], row["p_similarity_theory_high"]
+    i_low, i_high = row["p_identification_theory_low"], row["p_identification_theory_high"]
+    ax.plot(
+        [s_low, s_high, s_high, s_low, s_low],
+        [i_low, i_low, i_high, i_high, i_low],
+        "-",
+        color=colour,
+        lw=0.8,
+    )
 
 
 def _finite(value: Any) -> bool:
@@ -481,6 +497,21 @@ def _luce_g(fit: Fit) -> Callable[[np.ndarray], np.ndarray]:
     return clipped
 
 
+#: The precision the theory's accuracies are printed to (three decimals): an AIC valley that
+#: moves p_S or p_I by this much or more would change the printed point.
+VALLEY_PRECISION = 1e-3
+
+
+def valley_is_flat(spread: float, bootstrap_width: float) -> bool:
+    """Whether an AIC valley that moves a predicted accuracy by ``spread`` (the range over the
+    fits within ΔAIC 2 of the best) is flat: no narrower than its bootstrap interval
+    (``bootstrap_width``; NaN: not measured, no test) or than the printed precision
+    (:data:`VALLEY_PRECISION`). Where it is, a point would be the optimiser's pick within the
+    range and the printed digits would claim more than the data hold."""
+    as_wide = bool(np.isfinite(bootstrap_width) and spread >= bootstrap_width)
+    return as_wide or spread >= VALLEY_PRECISION
+
+
 def _theory_point(
     measured: SiteSimilarity,
     chosen: Fit,
@@ -490,9 +521,10 @@ def _theory_point(
 ) -> dict[str, float]:
     """The fitted g's (p_S, p_I) from the profile: the range over the fits within ΔAIC 2 of
     the best (``_low`` / ``_high``) beside the bootstrap's interval (``_ci_low`` /
-    ``_ci_high``, from the first refits); the point is given only when that range is
-    narrower than the bootstrap interval (else NaN with ``p_theory_from_valley`` = 1: the
-    optimiser's stopping point, not the data, would pick it)."""
+    ``_ci_high``, from the first refits). The point is given only where the AIC valley is
+    sharp (:func:`valley_is_flat` false for both): else it is NaN with
+    ``p_theory_from_valley`` = 1, and the range is what is read (the optimiser's stopping
+    point, not the data, would pick a point within it)."""
     nan = float("nan")
     names = ("p_similarity_theory", "p_identification_theory")
     row = {
@@ -521,8 +553,9 @@ def _theory_point(
         if len(boot) >= 2:
             ends = np.quantile([getattr(p, attribute) for p in boot], [0.025, 0.975])
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (float(e) for e in ends)
-        width = row[f"{name}_ci_high"] - row[f"{name}_ci_low"]
-        wide |= bool(values.max() - values.min() >= width) if np.isfinite(width) else False
+        wide |= valley_is_flat(
+            float(values.max() - values.min()), row[f"{name}_ci_high"] - row[f"{name}_ci_low"]
+        )
     row["p_theory_from_valley"] = float(wide)
     if wide:
         for name in names:
@@ -653,13 +686,13 @@ def _two_scale_balls(distances: np.ndarray, chosen: Fit, first: float) -> dict[s
 
 
 def _profile_title(result: Result, first: float) -> str:
-    """The g(d) panel's title, with the stimulus range its scales hold for."""
+    """The g(d) panel's title, with the stimulus range its scales hold for (its metrics; a
+    result written before them: its ``scale_depends_on`` table)."""
+    span = shared_stimulus_range(result, {r["site"] for r in result.tables.get("g_of_d", [])})
     scope = result.tables.get("scale_depends_on") or [{}]
-    over = (
-        f" over {scope[0]['coordinate_low']:g}–{scope[0]['coordinate_high']:g}"
-        if "coordinate_low" in scope[0]
-        else ""
-    )
+    if span is None and "coordinate_low" in scope[0]:
+        span = f"{coordinate(scope[0]['coordinate_low'])}–{coordinate(scope[0]['coordinate_high'])}"
+    over = f" over {span}" if span else ""
     return (
         f"similarity profile and chosen fit per site{over} (unscaled; first distance "
         f"d₁ = {first:g}, dotted)"
@@ -750,6 +783,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             measured, chosen, _full_scales(site_metrics, intervals, site), config.bins
         )
         site_metrics[f"{site}.scale_depends_on_range"] = depends
+        site_metrics.update(range_metrics(site, measured.coordinates))
         metrics.update(site_metrics)
         tables["range_dependence"].extend(range_rows)
         tables["placement"].append({"site": site, "family": chosen.family, **placement})
@@ -894,8 +928,14 @@ class Resolution(Similarity, declaration=DECLARATION):
                 ax_plane.plot(
                     row["p_similarity_theory"], row["p_identification_theory"], "x", color=colour
                 )
+            elif _finite(row.get("p_similarity_theory_low")):  # a flat valley: its range
+                _draw_valley(ax_plane, row, colour)
+        placed = result.tables.get("placement", [])
         ax_plane.plot([], [], "ko", label="measured (per site)")
-        ax_plane.plot([], [], "kx", label="fitted g (per site)")
+        if any(_finite(r["p_similarity_theory"]) for r in placed):
+            ax_plane.plot([], [], "kx", label="fitted g (per site)")
+        if any(r.get("p_theory_from_valley") == 1 for r in placed):
+            ax_plane.plot([], [], "k-", lw=0.8, label="fitted g, flat AIC valley: its range")
         ax_plane.set_xlabel("p_S (similarity test, n = 2)")
         ax_plane.set_ylabel("p_I (identification test, n = 2)")
         ax_plane.legend(fontsize=7)

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from geomlens.analyses.similarity.metrics import RANGE_SPECS
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.spec import interval_ends
 from geomlens.analyses.words.guards import at_chance, resolved_scale
+from geomlens.analyses.words.metric_words import stimulus_range
 from geomlens.analyses.words.scale_guards import (
     bounded_ball,
     floor_by_construction,
     unresolved_scale,
 )
-from geomlens.formatting import distance_unit
+from geomlens.formatting import distance_unit, number
 
 #: A censored scale reads "< d₁ …" or "> bound …"; an uncensored one (a fitted ε may lie anywhere
 #: up to the search bound, 4 × the largest distance) is refused outside the stimuli's distances
@@ -49,13 +51,33 @@ def _interval_resolved(result: Any, key: str) -> str | None:
 
 
 def valley_range(result: Any, key: str) -> str | None:
-    """The theory's p_S or p_I where the fits within ΔAIC 2 of the best spread it wider than
-    its bootstrap interval: the range over them, not a point the optimiser picked."""
+    """The theory's p_S or p_I where its AIC valley is flat (the fits within ΔAIC 2 of the
+    best move it by as much as its bootstrap interval, or by the printed 0.001): the range
+    over those fits, not a point the optimiser picked within it."""
     site = key.rsplit(".", 1)[0]
     if result.metrics.get(f"{site}.p_theory_from_valley") != 1:
         return None
     low, high = result.metrics.get(f"{key}_low"), result.metrics.get(f"{key}_high")
-    return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: no point)"
+    return f"{low:.3f} to {high:.3f} (every fit within ΔAIC 2 of the best: a flat valley, no point)"
+
+
+def grows_with_range(result: Any, key: str) -> str | None:
+    """``scale_depends_on_range`` = 1, read as what it means for every scale of the site: no
+    single scale over the range measured (the half-width is that range's, not the model's
+    resolution)."""
+    if result.metrics.get(key) != 1:
+        return None
+    site = key.rsplit(".", 1)[0]
+    return f"grows with the range: no single scale over {stimulus_range(result, site) or 'these stimuli'}"
+
+
+def _same_scale(value: float) -> str:
+    """``scale_depends_on_range`` = 0 in words (1 is :func:`grows_with_range`'s)."""
+    return (
+        "no: the central half and quarter of the range give the same"
+        if value == 0
+        else number(value)
+    )
 
 
 #: (p_S, p_I) of two candidates: chance is 1/2, read within ± 1.96 standard errors (``_se``) or,
@@ -103,8 +125,21 @@ METRIC_SPECS: tuple[M, ...] = (
     M("raw_p_identification", "p_I, raw cosine", guards=(AT_HALF,)),
     M("centred_p_similarity", "p_S, centred cosine", guards=(AT_HALF,)),
     M("centred_p_identification", "p_I, centred cosine", guards=(AT_HALF,)),
-    M("p_similarity_theory", "p_S of the fitted g", guards=(valley_range,)),
-    M("p_identification_theory", "p_I of the fitted g", guards=(valley_range,)),
+    M(
+        "p_similarity_theory",
+        "p_S of the fitted g (the range over fits within ΔAIC 2 where that valley is flat)",
+        guards=(valley_range,),
+    ),
+    M(
+        "p_identification_theory",
+        "p_I of the fitted g (the range over fits within ΔAIC 2 where that valley is flat)",
+        guards=(valley_range,),
+    ),
+    *(
+        M(f"p_{test}_theory_{end}", f"{symbol} of the fitted g, {word} over fits within ΔAIC 2")
+        for test, symbol in (("similarity", "p_S"), ("identification", "p_I"))
+        for end, word in (("low", "lowest"), ("high", "highest"))
+    ),
     M("front_distance", "distance to the universal front", headline=True),
     M(
         "raw_half_width",
@@ -125,7 +160,11 @@ METRIC_SPECS: tuple[M, ...] = (
     M("zero_crossing", "first distance where g < 0", "distance"),
     M(
         "scale_depends_on_range",
-        "the scale depends on the stimulus range (1: the central sub-ranges give another)",
+        "whether the scale depends on the stimulus range",
         headline=True,
+        format=_same_scale,
+        guards=(grows_with_range,),
+        caveat=True,
     ),
+    *RANGE_SPECS,
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 from geomlens.analyses.words.guards import digit_split_years, is_null
 from geomlens.analyses.words.metric_words import metric_refused, metric_value
+from geomlens.analyses.words.metric_words import stimulus_range as range_words
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
     as_words,
@@ -21,7 +22,7 @@ from geomlens.analyses.words.reading_words import (
     regimes_spanned,
     share_percent,
 )
-from geomlens.formatting import distance_unit, number, quantity
+from geomlens.formatting import coordinate, distance_unit, number, quantity
 from geomlens.results import Result
 
 
@@ -126,11 +127,16 @@ def _grid_lines(words: _SiteWords) -> list[str]:
 
 
 def stimulus_range(result: Result, site: str) -> str:
-    """'1901–2000' (the range the site's scales hold for), from ``scale_depends_on``."""
+    """'1901–2000' (the range the site's scales hold for): its metrics through their specs
+    (:func:`~geomlens.analyses.words.metric_words.stimulus_range`); a result written before
+    they were reads its ``scale_depends_on`` table; else "these stimuli"."""
+    said = range_words(result, site)
+    if said is not None:
+        return said
     row = next((r for r in result.tables.get("scale_depends_on", []) if r["site"] == site), None)
     if row is None:
         return "these stimuli"
-    return f"{number(row['coordinate_low'])}–{number(row['coordinate_high'])}"
+    return f"{coordinate(row['coordinate_low'])}–{coordinate(row['coordinate_high'])}"
 
 
 def _range_lines(words: _SiteWords) -> list[str]:
@@ -146,7 +152,7 @@ def _range_lines(words: _SiteWords) -> list[str]:
         unit = distance_unit(words.result)
         widths = ", ".join(
             f"{quantity(r['half_width'], unit)} over "
-            f"{number(r['coordinate_low'])}–{number(r['coordinate_high'])}"
+            f"{coordinate(r['coordinate_low'])}–{coordinate(r['coordinate_high'])}"
             for r in rows
             if not missing(r["half_width"])
         )
@@ -292,7 +298,8 @@ def _side_by_side_lines(words: _SiteWords) -> list[str]:
 
 def _theory_words(words: _SiteWords) -> str:
     """The fitted g's (p_S, p_I): a point, or the range over the fits within ΔAIC 2 where
-    that range is as wide as the bootstrap's interval (the optimiser would pick the point)."""
+    that valley is flat (as wide as the bootstrap's interval or the printed 0.001: the
+    optimiser would pick the point)."""
     metric = words.metric
     if not missing(metric("p_similarity_theory")):
         return (

@@ -29,6 +29,7 @@ from geomlens.analyses.base import Analysis, Batch
 from geomlens.analyses.similarity.choices import LOGITS_SITE, ChoiceRecords
 from geomlens.analyses.similarity.pooled import PooledRows, StimulusRepresentations
 from geomlens.analyses.statistics.duplicates import refuse_duplicates
+from geomlens.analyses.words.metric_words import shared_stimulus_range
 from geomlens.data.choice_sets import shipped_choice_set
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.data.stimuli import default_years
@@ -38,7 +39,9 @@ from geomlens.models.adapter import Adapter
 from geomlens.results import Result
 
 from . import DECLARATION
-from .config import MAX_DISTINCT_BINS, SimilarityConfig
+from .binning import distance_bins
+from .config import SimilarityConfig
+from .stimulus_range import range_metrics
 
 
 @dataclass
@@ -136,6 +139,7 @@ class Similarity(Analysis, declaration=DECLARATION):
             profile_rows.extend({"site": measured.site, **row} for row in rows)
             metrics.update(profile_metrics(measured.site, rows, len(measured.coordinates)))
             metrics.update(across_text_metrics(measured))
+            metrics.update(range_metrics(measured.site, measured.coordinates))
             if self.config.full_matrix:
                 matrix_rows.extend(similarity_table(measured))
         tables = {"g_of_d": profile_rows, "metric": self.metric_table()}
@@ -222,7 +226,10 @@ class Similarity(Analysis, declaration=DECLARATION):
             if behavioural
             else f"g(d), {result.config.get('similarity', 'centred-cosine')} of the representations"
         )
-        figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}")
+        sites = {r["site"] for r in result.tables["g_of_d"]}
+        span = shared_stimulus_range(result, sites)  # the range its g(d) holds for
+        over = f" · over {span}" if span else ""
+        figure.suptitle(f"similarity · {result.provenance.get('model_id', '')}{over}")
         figure.tight_layout()
         return figure
 
@@ -299,39 +306,6 @@ def across_text_metrics(measured: SiteSimilarity) -> dict[str, float]:
         f"{measured.site}.g0_across_texts_std": texts.std,
         f"{measured.site}.g0_across_texts_pairs": float(texts.pairs),
     }
-
-
-def distance_bins(distances: np.ndarray, bins: int | None) -> np.ndarray:
-    """Bin edges over the off-diagonal distances.
-
-    Default: one bin per distinct distance, never coarser than the grid where it has the
-    pairs. Past ``MAX_DISTINCT_BINS`` distinct distances, distances are taken from the
-    smallest up: each keeps its own bin while it holds at least 1/``MAX_DISTINCT_BINS`` of
-    the pairs, and only distances with fewer pairs are pooled with their neighbours until a
-    bin holds that many. So d₁ is always the smallest stimulus distance and the bins stay
-    at most ``MAX_DISTINCT_BINS`` (+1). ``bins``: that many equal-width bins instead.
-    """
-    pairs = distances[np.triu_indices_from(distances, k=1)]
-    levels, counts = np.unique(pairs, return_counts=True)
-    if bins is not None:
-        edges = np.linspace(pairs.min(), pairs.max(), bins + 1)
-        edges[0], edges[-1] = -np.inf, np.inf
-        return edges
-    if len(levels) <= MAX_DISTINCT_BINS:
-        middles = (levels[1:] + levels[:-1]) / 2
-        return np.concatenate([[-np.inf], middles, [np.inf]])
-    needed = len(pairs) / MAX_DISTINCT_BINS
-    ends: list[int] = []  # index of the last distinct distance in each bin
-    held = 0
-    for k, count in enumerate(counts):
-        held += int(count)
-        if held >= needed:
-            ends.append(k)
-            held = 0
-    if not ends or ends[-1] != len(levels) - 1:
-        ends.append(len(levels) - 1)
-    middles = [(levels[k] + levels[k + 1]) / 2 for k in ends[:-1]]
-    return np.concatenate([[-np.inf], middles, [np.inf]])
 
 
 def binned_pairs(

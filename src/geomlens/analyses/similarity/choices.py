@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from geomlens.analyses.similarity.config import DEFAULT_BINS, MAX_DISTINCT_BINS
+from geomlens.analyses.similarity.binning import distance_edges
+from geomlens.analyses.similarity.stimulus_range import range_metrics
 from geomlens.data.distances import Metric, parse_metric
 from geomlens.models.adapter import LOGITS_SITE
 from geomlens.plain_state import state_class
@@ -128,6 +129,10 @@ class ChoiceRecords:
     def _row_order(self) -> np.ndarray:
         return np.argsort(self.index, kind="stable")
 
+    def _coordinates_seen(self) -> list[Any]:
+        """Every probe's and option's coordinate (the stimuli the choices were asked over)."""
+        return [c for k in self._row_order() for c in (self.probe[k], *self.option_coordinates[k])]
+
     def trials(self, metric: Metric) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(test, D over options, option distances to the probe) per row, in row order."""
         distance = parse_metric(metric)
@@ -157,6 +162,7 @@ class ChoiceRecords:
             if row["n"] == 2:
                 metrics[f"{LOGITS_SITE}.{key}"] = row["accuracy"]
         metrics[f"{LOGITS_SITE}.first_token_options"] = float(len(self.first_token_options))
+        metrics.update(range_metrics(LOGITS_SITE, self._coordinates_seen()))
         profile = recover_similarity(
             [d for _, _, d in trials], [np.log(p) for _, p, _ in trials], bins
         )
@@ -296,30 +302,28 @@ def recover_similarity(
     """g(d) up to scale from choice log-probabilities, by least squares on log-ratios.
 
     For every trial and option i > 1: log D_i − log D_1 = log g(d_i) − log g(d_1), with one
-    unknown log g per distance bin. The bin of the smallest distance is the reference
+    unknown log g per distance bin (the bins of
+    :func:`~geomlens.analyses.similarity.binning.distance_edges` over every option's distance
+    to its probe, the representational profile's rule: one per distinct distance, pooling only
+    rarely offered ones). The bin of the smallest distance is the reference
     (g = 1); every other bin must be linked to it by a chain of trials. Returns rows
     (distance, mean = g, std = standard error of g, count = options seen in the bin).
     """
     every = np.concatenate(distances)
-    levels = np.unique(every)
-    if bins is None and len(levels) <= MAX_DISTINCT_BINS:
-        bin_of = {float(v): k for k, v in enumerate(levels)}
-        centres = levels
+    # The representational profile's binning (one rule): every distinct distance its own bin
+    # while it is seen often enough, so d₁ is the smallest distance an option was offered at.
+    edges = distance_edges(every, bins)
 
-        def which(d: np.ndarray) -> np.ndarray:
-            return np.array([bin_of[float(x)] for x in d])
-    else:
-        edges = np.linspace(every.min(), every.max(), (bins or DEFAULT_BINS) + 1)
+    def which(d: np.ndarray) -> np.ndarray:
+        return np.digitize(d, edges[1:-1])
 
-        def which(d: np.ndarray) -> np.ndarray:
-            return np.clip(np.digitize(d, edges[1:-1]), 0, len(edges) - 2)
-
-        centres = np.array(
-            [
-                every[which(every) == k].mean() if np.any(which(every) == k) else np.nan
-                for k in range(len(edges) - 1)
-            ]
-        )
+    of_every = which(every)
+    centres = np.array(
+        [
+            every[of_every == k].mean() if np.any(of_every == k) else np.nan
+            for k in range(len(edges) - 1)
+        ]
+    )
     rows: list[np.ndarray] = []
     differences: list[float] = []
     counts = np.zeros(len(centres))

@@ -10,10 +10,9 @@ from geomlens.data.distances import parse_metric
 
 SIMILARITIES = ("centred-cosine", "cosine", "negative-distance")
 MODES = ("representational", "behavioural")
-#: Equal-width distance bins of behavioural recovery past MAX_DISTINCT_BINS distinct distances.
-DEFAULT_BINS = 40
 #: Up to this many distinct distances, g(d) has one bin per distance; past it, a distance
-#: keeps its own bin while it holds 1/MAX_DISTINCT_BINS of the pairs (see ``distance_bins``).
+#: keeps its own bin while it holds 1/MAX_DISTINCT_BINS of the pairs (behavioural: of the
+#: options' distances to their probes; see :mod:`~geomlens.analyses.similarity.binning`).
 MAX_DISTINCT_BINS = 128
 
 
@@ -39,8 +38,8 @@ class SimilarityConfig(AnalysisConfig):
     bins: int | None = option(
         None,
         "Distance bins of g(d) (N: N equal-width bins); default: one per distinct distance, "
-        f"pooling only distances with under 1/{MAX_DISTINCT_BINS} of the pairs "
-        f"(behavioural: past {MAX_DISTINCT_BINS} distances, {DEFAULT_BINS} equal-width bins).",
+        f"pooling only distances with under 1/{MAX_DISTINCT_BINS} of the pairs (behavioural: "
+        "of the options' distances to their probes).",
     )
     full_matrix: bool = option(False, "Also return the stimulus similarity matrix as a table.")
     mode: str = option(

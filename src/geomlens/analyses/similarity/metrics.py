@@ -5,6 +5,7 @@ from __future__ import annotations
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.words.guards import at_chance
 from geomlens.analyses.words.scale_guards import few_pairs
+from geomlens.formatting import coordinate
 
 #: A bin mean from fewer pairs than this is shown with its count, not read.
 MIN_PAIRS = 10
@@ -26,6 +27,14 @@ def _choice_accuracy(test: str, n: int) -> M:
     )
 
 
+#: The lowest and highest stimulus coordinate of a site (stimuli on a line): the range its
+#: numbers hold for, which every headline names (see
+#: :data:`geomlens.analyses.words.metric_words.RANGE_METRICS`). resolution reports them too.
+RANGE_SPECS = (
+    M("coordinate_low", "lowest stimulus coordinate (the range's low end)", format=coordinate),
+    M("coordinate_high", "highest stimulus coordinate (the range's high end)", format=coordinate),
+)
+
 METRIC_SPECS: tuple[M, ...] = (
     M("g_nearest", "g at the nearest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
     M("g_farthest", "g at the farthest distance", headline=True, guards=(few_pairs(MIN_PAIRS),)),
@@ -38,6 +47,7 @@ METRIC_SPECS: tuple[M, ...] = (
         guards=(AT_CHANCE_N2,),
     ),
     *(_choice_accuracy(test, n) for n in (2, 4) for test in ("similarity", "identification")),
+    *RANGE_SPECS,
 )
 
 #: The nearest and farthest distance g(d) is measured at (from the ``g_of_d`` table): derived

@@ -17,8 +17,9 @@ from typing import Any
 from geomlens.analyses.spec import MetricSpec
 from geomlens.formatting import distance_unit, human_name, layer_label, quantity, split_metric
 
-__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "derived_value", "interval_keys", "metric_interval", "metric_label", "metric_name",
-           "metric_refused", "metric_spec", "metric_unit", "metric_value"]  # fmt: skip
+__all__ = ["METRIC_SUFFIXES", "NOT_MEASURED", "RANGE_METRICS", "derived_value", "interval_keys",
+           "metric_interval", "metric_label", "metric_name", "metric_refused", "metric_spec",
+           "metric_unit", "metric_value", "shared_stimulus_range", "stimulus_range"]  # fmt: skip
 
 #: Endings of metric names that qualify a base metric (``alpha_ci_low``, ``ccgp_base``), in words.
 METRIC_SUFFIXES: dict[str, str] = {
@@ -162,6 +163,34 @@ def _written(result: Any, key: str, value: float) -> str:
         return str(spec.format(value))
     sites = (getattr(result, "provenance", None) or {}).get("sites")
     return quantity(value, metric_unit(key, result, sites))
+
+
+#: The metrics (after the site) of the stimulus range a site's numbers hold for: an analysis
+#: whose stimuli lie on a line reports its lowest and highest coordinate under these names,
+#: and every headline of the site (the printed summary, the report's tables) names the range.
+RANGE_METRICS = ("coordinate_low", "coordinate_high")
+
+
+def stimulus_range(result: Any, site: str) -> str | None:
+    """'1901–2000': the stimulus range ``site``'s numbers hold for, each end written through
+    its metric spec (:data:`RANGE_METRICS`); None when the result does not report one (or a
+    guard refuses an end)."""
+    keys = [f"{site}.{name}" for name in RANGE_METRICS]
+    if any(_missing(result.metrics.get(key, math.nan)) for key in keys):
+        return None
+    if any(metric_refused(result, key) is not None for key in keys):
+        return None
+    low, high = (metric_value(result, key) for key in keys)
+    if low == high:
+        return low
+    return f"{low} to {high}" if low.startswith(("-", "−")) else f"{low}–{high}"
+
+
+def shared_stimulus_range(result: Any, sites: Any) -> str | None:
+    """The :func:`stimulus_range` every one of ``sites`` holds for, or None when they differ
+    (or none reports one)."""
+    said = {stimulus_range(result, site) for site in sites}
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def _missing(value: Any) -> bool:
