@@ -297,4 +297,4 @@ def test_a_bin_mean_from_a_single_pair_is_not_read():
     gram = kernel(LINE, 10.0)
     result = gl.run("similarity", {SITE: exact_vectors(gram)}, {"coordinate": LINE}, progress=False)
     assert result[f"{SITE}.g_farthest_pairs"] == 1  # d = 100: only (0, 100)
-    assert "from 1 pair(s) only" in metric_value(result, f"{SITE}.g_farthest")
+    assert "not read: a mean over 1 pair only" in metric_value(result, f"{SITE}.g_farthest")

@@ -10,14 +10,14 @@ from typing import Any
 from geomlens.analyses.similarity.metrics import RANGE_SPECS
 from geomlens.analyses.spec import MetricSpec as M
 from geomlens.analyses.spec import interval_ends
-from geomlens.analyses.words.guards import at_chance, resolved_scale
+from geomlens.analyses.words.guards import at_chance, resolved_scale, within
 from geomlens.analyses.words.metric_words import stimulus_range
 from geomlens.analyses.words.scale_guards import (
     bounded_ball,
     floor_by_construction,
     unresolved_scale,
 )
-from geomlens.formatting import distance_unit, number
+from geomlens.formatting import distance_unit, number, percent
 
 #: A censored scale reads "< d₁ …" or "> bound …"; an uncensored one (a fitted ε may lie anywhere
 #: up to the search bound, 4 × the largest distance) is refused outside the stimuli's distances
@@ -168,3 +168,26 @@ METRIC_SPECS: tuple[M, ...] = (
     ),
     *RANGE_SPECS,
 )
+
+
+#: Quantities the reading derives (each written through its own spec, as a metric is): the
+#: Monte-Carlo error of an interval end, how far the fitted far level sits below zero, and a
+#: central sub-range's half-width (its guards are the sub-range's, not the whole range's).
+MONTE_CARLO_ERROR = M(
+    "monte_carlo_error",
+    "Monte-Carlo error of an interval end",
+    format=lambda value: f"± {number(value, 2)}",
+)
+BELOW_ZERO = M("offset_below_zero", "depth of the fitted far level below zero")
+SUB_RANGE_HALF_WIDTH = M("sub_range_half_width", "half-width over a central sub-range", "distance")
+
+#: Shares the reading writes as whole percentages, refused outside [0, 1] (never over 100 %).
+AS_SHARE = {
+    name: M(
+        name, words, format=lambda value: percent(value, 2), guards=(within(0.0, 1.0, "a share"),)
+    )
+    for name, words in (
+        ("fast_share", "share of the fall on the fast scale"),
+        ("regime_agreement", "share of bootstrap resamples that read the same regime"),
+    )
+}

@@ -7,23 +7,27 @@ every scale names the grid spacing it was measured on."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from geomlens.analyses.spec import specs_by_name
 from geomlens.analyses.words.guards import digit_split_years, is_null
 from geomlens.analyses.words.metric_words import metric_refused, metric_value
 from geomlens.analyses.words.metric_words import stimulus_range as range_words
 from geomlens.analyses.words.reading_words import (
     across_texts_words,
     as_words,
+    count,
+    derived_value,
     layer_label,
     metric_interval,
     missing,
     per_site,
     regimes_spanned,
-    share_percent,
 )
-from geomlens.formatting import coordinate, distance_unit, number, quantity
 from geomlens.results import Result
+
+from .metrics import AS_SHARE, BELOW_ZERO, METRIC_SPECS, MONTE_CARLO_ERROR, SUB_RANGE_HALF_WIDTH
+
+SPECS = specs_by_name(METRIC_SPECS)
 
 
 def _with_error(result: Result, key: str) -> str:
@@ -33,7 +37,7 @@ def _with_error(result: Result, key: str) -> str:
     censored = result.metrics.get(f"{key}_censored", 0.0)
     if missing(error) or (censored is not None and censored != 0):
         return words
-    return f"{words} (± {number(error, 2)})"
+    return f"{words} ({derived_value(result, f'{key}_mc', error, MONTE_CARLO_ERROR)})"
 
 
 def _interval(result: Result, key: str) -> str:
@@ -95,23 +99,23 @@ def _grid_lines(words: _SiteWords) -> list[str]:
     """What the grid resolves whatever the fit: g(d₁), and the measured half-width (or the
     bound the grid gives on it)."""
     metric, shown = words.metric, words.shown
-    d1 = quantity(metric("first_distance"), distance_unit(words.result))
+    d1 = shown("first_distance")
     similarity = str(words.result.config.get("similarity", "centred-cosine"))
     resamples = (
         int(metric("bootstrap_resamples")) if not missing(metric("bootstrap_resamples")) else 0
     )
     lines = [
         f"At {layer_label(words.site)} ({similarity}; stimuli on a grid whose first distance is "
-        f"d₁ = {d1}) g(0) = 1 falls to g(d₁) = {number(metric('g_first'))} at the first "
-        f"distance: a drop of 1 − g(d₁) = {number(metric('amplitude'))}. That much the grid "
+        f"d₁ = {d1}) g(0) = 1 falls to g(d₁) = {shown('g_first')} at the first "
+        f"distance: a drop of 1 − g(d₁) = {shown('amplitude')}. That much the grid "
         "resolves whatever curve is fitted."
     ]
     width_censored = metric("half_width_censored")
     if width_censored == 0:
         lines.append(
             f"Over {stimulus_range(words.result, words.site)} the measured g is halfway from 1 "
-            f"to its far level at d = {shown('half_width')} (interpolated between the bins of the d₁ = {d1} grid; {resamples:,} bootstrap "
-            f"resamples give 95 % interval {words.interval('half_width')}, each end with its "
+            f"to its far level at d = {shown('half_width')} (interpolated between the bins of the d₁ = {d1} grid; {count(resamples, 'bootstrap resample')} "
+            f"give 95 % interval {words.interval('half_width')}, each end with its "
             "Monte-Carlo error)."
         )
     elif width_censored < 0:
@@ -136,7 +140,16 @@ def stimulus_range(result: Result, site: str) -> str:
     row = next((r for r in result.tables.get("scale_depends_on", []) if r["site"] == site), None)
     if row is None:
         return "these stimuli"
-    return f"{coordinate(row['coordinate_low'])}–{coordinate(row['coordinate_high'])}"
+    return _table_range(result, site, row)
+
+
+def _table_range(result: Result, site: str, row: dict) -> str:
+    """'1901–2000' from a table row's coordinates, each end through its metric's spec."""
+    low, high = (
+        derived_value(result, f"{site}.{name}", row[name], SPECS[name])
+        for name in ("coordinate_low", "coordinate_high")
+    )
+    return f"{low}–{high}"
 
 
 def _range_lines(words: _SiteWords) -> list[str]:
@@ -149,10 +162,10 @@ def _range_lines(words: _SiteWords) -> list[str]:
             for r in words.result.tables.get("range_dependence", [])
             if r["site"] == words.site and r["share_of_range"] < 1
         ]
-        unit = distance_unit(words.result)
+        key = f"{words.site}.{SUB_RANGE_HALF_WIDTH.name}"
         widths = ", ".join(
-            f"{quantity(r['half_width'], unit)} over "
-            f"{coordinate(r['coordinate_low'])}–{coordinate(r['coordinate_high'])}"
+            f"{derived_value(words.result, key, r['half_width'], SUB_RANGE_HALF_WIDTH)} over "
+            f"{_table_range(words.result, words.site, r)}"
             for r in rows
             if not missing(r["half_width"])
         )
@@ -187,7 +200,7 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
         )
     if family == "two-scale":
         lines.append(
-            f"One scale does not fit: {share_percent(metric('fast_share'))} of the fall happens "
+            f"One scale does not fit: {_share(words, 'fast_share')} of the fall happens "
             f"on a fast scale ε_fast {_is(shown('epsilon_fast'))}, the rest on ε."
         )
     across = metric("g0_across_texts")
@@ -200,22 +213,25 @@ def _fit_lines(words: _SiteWords, family: str | None) -> list[str]:
     offset = metric("offset")
     if not missing(offset) and offset < 0:
         lines.append(
-            f"The fitted far level sits {number(-offset)} below zero: that is the centring "
+            "The fitted far level sits "
+            + derived_value(words.result, f"{words.site}.offset_below_zero", -offset, BELOW_ZERO)
+            + " below zero: that is the centring "
             "offset (the stimulus set's mean is subtracted), not noise. ε, the half-width, Δ "
             "and the offset belong to this model, this stimulus range and this centring together."
         )
     return lines
 
 
-def _grid_step_words(metric: Any) -> str:
+def _grid_step_words(words: _SiteWords) -> str:
     """What one grid step of the half-width does to ⟨b⟩, where it was measured (a result
     written before it was, read back from JSON, has none: nothing is said)."""
-    low, high, step = (metric(f"mean_b_grid_{end}") for end in ("low", "high", "step"))
-    if missing(low) or missing(high) or missing(step):
+    ends = ("low", "high", "step")
+    if any(missing(words.metric(f"mean_b_grid_{end}")) for end in ends):
         return ""
+    low, high, step = (words.shown(f"mean_b_grid_{end}") for end in ends)
     return (
-        f"; one grid step of the half-width moves it between {number(low)} and {number(high)}, "
-        f"so its resolution is ± {number(step)}"
+        f"; one grid step of the half-width moves it between {low} and {high}, so its "
+        f"resolution is ± {step}"
     )
 
 
@@ -234,9 +250,9 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
         low, high = metric("mean_b_ci_low"), metric("mean_b_ci_high")
         spanned = regimes_spanned(low, high)
         found = (
-            f"Within the half-width a stimulus finds on average ⟨b⟩ = {number(metric('mean_b'))} "
-            f"of the stimuli (itself included) ({metric_interval(words.result, f'{words.site}.mean_b')}"
-            f"{_grid_step_words(metric)})"
+            f"Within the half-width a stimulus finds on average ⟨b⟩ = {shown('mean_b')} of the "
+            f"stimuli (itself included) ({metric_interval(words.result, f'{words.site}.mean_b')}"
+            f"{_grid_step_words(words)})"
         )
         if regime == "set by the grid":
             lines.append(
@@ -251,7 +267,7 @@ def _regime_lines(words: _SiteWords, family: str | None) -> list[str]:
         else:
             lines.append(
                 f"{found}: the {regime} regime, which survives one grid step either way and "
-                f"{share_percent(metric('regime_agreement'))} of the bootstrap resamples agree on."
+                f"{_share(words, 'regime_agreement')} of the bootstrap resamples agree on."
             )
     if family == "two-scale":
         lines.append(
@@ -275,7 +291,7 @@ def _form_words(words: _SiteWords, form: str) -> str:
         metric_refused(words.result, f"{site}.{form}_{name}")
         for name in ("p_similarity", "p_identification")
     ]
-    head = f"the {form} cosine gives g(d₁) = {number(words.metric(f'{form}_g_first'))}"
+    head = f"the {form} cosine gives g(d₁) = {words.shown(f'{form}_g_first')}"
     if all(refused):
         return (
             f"{head}, and its similarity and identification tests are at chance (nothing measured)"
@@ -303,15 +319,15 @@ def _theory_words(words: _SiteWords) -> str:
     metric = words.metric
     if not missing(metric("p_similarity_theory")):
         return (
-            f"; the fitted g predicts ({number(metric('p_similarity_theory'))}, "
-            f"{number(metric('p_identification_theory'))})."
+            f"; the fitted g predicts ({words.shown('p_similarity_theory')}, "
+            f"{words.shown('p_identification_theory')})."
         )
     if metric("p_theory_from_valley") == 1:
         return (
-            f"; the fitted g predicts p_S {number(metric('p_similarity_theory_low'))} to "
-            f"{number(metric('p_similarity_theory_high'))} and p_I "
-            f"{number(metric('p_identification_theory_low'))} to "
-            f"{number(metric('p_identification_theory_high'))}: every fit within ΔAIC 2 of the "
+            f"; the fitted g predicts p_S {words.shown('p_similarity_theory_low')} to "
+            f"{words.shown('p_similarity_theory_high')} and p_I "
+            f"{words.shown('p_identification_theory_low')} to "
+            f"{words.shown('p_identification_theory_high')}: every fit within ΔAIC 2 of the "
             "best describes the data as well, so no point is given."
         )
     return "."
@@ -323,12 +339,12 @@ def _plane_lines(words: _SiteWords) -> list[str]:
     metric = words.metric
     method = words.placement("method")
     how = (
-        f" (Monte Carlo, {number(metric('samples'))} trials"
+        f" (Monte Carlo, {count(metric('samples'), 'trial')}"
         if method == "monte_carlo"
         else " (exact enumeration"
     ) + (
-        f", standard errors {number(metric('p_similarity_se'), 2)} and "
-        f"{number(metric('p_identification_se'), 2)})"
+        f", standard errors {words.shown('p_similarity_se')} and "
+        f"{words.shown('p_identification_se')})"
         if method == "monte_carlo"
         else ")"
     )
@@ -339,6 +355,12 @@ def _plane_lines(words: _SiteWords) -> list[str]:
         + _theory_words(words),
         "The universal front is what an all-or-nothing similarity (alike within ε, unlike "
         "beyond) reaches when every stimulus has a neighbourhood of the same size; graded "
-        f"similarities can lie above it. This site sits {number(metric('front_distance'))} "
+        f"similarities can lie above it. This site sits {words.shown('front_distance')} "
         "from it in the (p_S, p_I) plane (see the theory figure below).",
     ]
+
+
+def _share(words: _SiteWords, name: str) -> str:
+    """A share (``fast_share``, ``regime_agreement``) as a percentage, through its spec."""
+    key = f"{words.site}.{name}"
+    return derived_value(words.result, key, words.metric(name), AS_SHARE[name])

@@ -29,7 +29,7 @@ __all__ = [
     "SHARE_OF_FIRST_DROP", "across_texts_words", "as_words", "count", "derived_value",
     "direction", "extremes", "human_name", "layer_label", "mean_of", "metric_interval",
     "metric_refused", "metric_value", "missing", "per_site", "ranked", "regimes_spanned",
-    "share_percent", "site_row",
+    "site_row",
 ]  # fmt: skip
 
 
@@ -103,16 +103,6 @@ def across_texts_words(
             f"text's part of the drop is not a share of it ({shown})."
         )
     return f"{said}: the text alone accounts for about {shown} of the drop to the nearest distance."
-
-
-def share_percent(share: float) -> str:
-    """A fraction as a whole percentage; a missing one or one outside [0, 1] (not a share) in
-    words, never "undefined" or a share over 100 %."""
-    if missing(share):
-        return "an unmeasured part"
-    if not 0.0 <= share <= 1.0:
-        return "an unreadable part (not a share: outside [0, 1])"
-    return f"{100 * share:.0f} %"
 
 
 def as_words(shown: str) -> str:
