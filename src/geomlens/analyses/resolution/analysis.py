@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from geomlens import progress
 from geomlens.analyses.resolution.profile_fits import (
     FAMILIES,
     HALF_WIDTH,
@@ -730,7 +731,7 @@ class Resolution(Similarity, declaration=DECLARATION):
             companions = {m.site: m for m in self.site_similarities(other)}
         except ValueError:  # e.g. centring leaves a zero vector: that similarity is undefined
             companions = {}
-        for measured in self.site_similarities():
+        for measured in progress.each(self.site_similarities(), "sites finished"):
             companion = companions.get(measured.site)
             self._finalize_site(measured, companion, other, front, seed, metrics, tables)
         return Result(self.name, metrics=metrics, tables={**tables, "metric": self.metric_table()})
