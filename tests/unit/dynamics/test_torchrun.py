@@ -76,6 +76,11 @@ def test_nodes_without_a_shared_folder_measure_each_checkpoint_once(tiny_lm_run,
     assert said[0]["rows"] == said[1]["rows"] > 0
     assert not (tmp_path / "node-0" / ".claims").exists()
     assert not (tmp_path / "node-1" / ".claims").exists()
+    # Rerun on the same nodes: each rank finds its own checkpoints cached in its own folder.
+    table = (tmp_path / "node-0" / "trajectory.csv").read_bytes()
+    again = two_nodes(tiny_lm_run, tmp_path, "auto")
+    assert [a["measured"] for a in again] == [[], []]
+    assert (tmp_path / "node-0" / "trajectory.csv").read_bytes() == table
 
 
 def test_claims_on_folders_the_ranks_do_not_share_are_refused(tiny_lm_run, tmp_path):
