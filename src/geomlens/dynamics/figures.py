@@ -21,7 +21,7 @@ import numpy as np
 
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.dynamics.overlay import ExactAbstraction, site_layer
-from geomlens.dynamics.trajectory import across_seeds, followed_metrics
+from geomlens.dynamics.trajectory import SUMMARY_SITE, across_seeds, followed_metrics
 
 #: Times at which the exact theory's curve is drawn between the first and last checkpoint.
 CURVE_POINTS = 400
@@ -100,8 +100,10 @@ def _llc_beside(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     if all(r["ci_low"] is not None and r["ci_high"] is not None for rs in at for r in rs):
         twin.fill_between(times, [np.mean([r["ci_low"] for r in rs]) for rs in at],
                           [np.mean([r["ci_high"] for r in rs]) for rs in at], color="0.35",
-                          alpha=0.12, lw=0)  # fmt: skip
+                          alpha=0.1, lw=0)  # fmt: skip
     twin.set_ylabel("LLC λ̂ (grey squares)", color="0.35")
+    axis.set_zorder(twin.get_zorder() + 1)  # the analysis's own curves over λ̂'s band
+    axis.patch.set_visible(False)
 
 
 def _has_training_record(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -379,8 +381,10 @@ def _layer_panel(
     layered = [s for s in sites if site_layer(s) is not None]
     steps = sorted({(r["step"], r["time"]) for r in rows if not r.get("duplicate_of")})
     if len(layered) < 2 or not steps:
+        whole = bool(sites) and all(s == SUMMARY_SITE for s in sites)
+        words = "a number of the whole model" if whole else "one layer"
         axis.set_axis_off()
-        axis.text(0.5, 0.5, "one layer: no per-layer panel", ha="center", va="center", fontsize=8)
+        axis.text(0.5, 0.5, f"{words}: no per-layer panel", ha="center", va="center", fontsize=8)
         return
     seeds = {r["seed"] for r in rows}
     picks = dict.fromkeys([steps[0], steps[len(steps) // 2], steps[-1]])

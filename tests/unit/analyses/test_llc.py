@@ -66,7 +66,7 @@ def test_an_encoder_is_refused_in_one_line():
     adapter = gl.attach(model, backend="nnsight", tokenizer=tokenizer)
     with pytest.raises(ValueError, match="causal language model") as error:
         gl.run("llc", adapter, ["the cat sat on the mat", "the dog sat"], batch_size=2)
-    assert "\n" not in str(error.value) and "smollm2-135m-instruct" in str(error.value)
+    assert "\n" not in str(error.value) and "--model" in str(error.value)
 
 
 @needs_devinterp

@@ -82,3 +82,10 @@ def test_the_sweeps_llc_is_devinterps_estimate_at_every_checkpoint(tiny_lm_run, 
         assert row["ci_low"] < row["value"] < row["ci_high"]
         values.append(row["value"])
     assert len(set(values)) == len(values)  # each checkpoint its own estimate
+    # α's figure draws λ̂(t) on a right-hand scale of its own time axis.
+    from geomlens.dynamics.figures import analysis_figure
+
+    figure = analysis_figure(outcome, "abstraction", {})
+    (scale,) = [axis for axis in figure.axes if axis.get_ylabel().startswith("LLC")]
+    drawn = dict(zip(*scale.lines[0].get_data()))
+    assert drawn == pytest.approx({r["time"]: r["value"] for r in ours.values()})

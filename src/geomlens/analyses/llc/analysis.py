@@ -37,8 +37,9 @@ def check_causal_lm(adapter: Adapter) -> None:
     if adapter.model is None or not adapter.is_causal_lm:
         raise ValueError(
             f"llc needs a causal language model (its next-token loss); {adapter.model_id!r} is "
-            "not one. Run it on a causal LM: geomlens run llc --model smollm2-135m-instruct, "
-            "or geomlens sweep llc over a causal LM's checkpoints."
+            "not one. Name a causal LM with --model (each SGLD step is a forward and backward "
+            "pass, chains × draws of them: keep it small on a CPU), or sweep a causal LM's "
+            "checkpoints: geomlens sweep llc --series DIR."
         )
 
 

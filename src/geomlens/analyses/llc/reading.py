@@ -20,6 +20,14 @@ def reading(result: Result) -> list[str]:
         if low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
         else ""
     )
+    if llc < 0:
+        return [
+            f"λ̂ = {number(llc)}{spread} is negative: the SGLD chains found lower loss than at "
+            "these weights, so at this setting the weights are not at a local minimum of the "
+            "sampled loss (training still descends, or the sampler wanders): λ̂ is not a "
+            "complexity here. Raise localization or n_beta, or lower step_size, and check the "
+            "figure's loss traces.",
+        ]
     return [
         f"The local learning coefficient at these weights is λ̂ = {number(llc)}{spread}: the "
         "effective number of directions the loss rises in around them, by devinterp's SGLD "
