@@ -97,7 +97,7 @@ def _needs_missing_module(value: object) -> str | None:
         declared = ANALYSES.declarations[value]
     if declared is None or not getattr(declared, "requires", ()) or not declared.missing():
         return None
-    return f'pip install "geomlens[{declared.extra}]"' if declared.extra else "its extra"
+    return f'pip install "{declared.install}"' if declared.install else "its modules"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -94,8 +94,9 @@ class Declaration:
     ``package`` when they start with ``.``); ``example`` and ``reading`` may also be the objects
     themselves. ``sweep_metrics``: the metrics a training sweep follows (empty: every numeric
     one). ``quick``: options a ``--quick`` report sets cheaper. ``requires``: modules the
-    analysis imports when it runs that geomlens does not install by default, and ``extra`` the
-    ``pip install "geomlens[EXTRA]"`` that brings them (listing it imports none of them).
+    analysis imports when it runs that geomlens does not install by default, and ``install``
+    what ``pip install`` takes to bring them (``"geomlens[devinterp]"``; listing it imports
+    none of them).
     ``report``: False leaves it out of the default report (named with ``--analysis`` it runs).
     """
 
@@ -111,7 +112,7 @@ class Declaration:
     sweep_metrics: tuple[str, ...] = ()
     quick: Mapping[str, Any] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
-    extra: str = ""
+    install: str = ""
     report: bool = True
     #: The package relative pointers resolve in (set where the declaration is found).
     package: str = ""
@@ -153,9 +154,9 @@ class Declaration:
         missing = self.missing()
         if missing:
             install = (
-                f'pip install "geomlens[{self.extra}]"'
-                if self.extra
-                else (f"pip install {' '.join(missing)}")
+                f'pip install "{self.install}"'
+                if self.install
+                else ("pip install " + " ".join(missing))
             )
             raise ImportError(
                 f"Analysis {self.name!r} needs {', '.join(missing)}, which is not installed: "

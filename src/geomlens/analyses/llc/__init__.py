@@ -24,7 +24,7 @@ DECLARATION = Declaration(
     sweep_metrics=("llc",),
     quick={"chains": 2, "draws": 20},
     requires=("devinterp",),
-    extra="devinterp",
+    install="geomlens[devinterp]",
     # Many backward passes per checkpoint and a causal LM's loss: a sweep's column, not a
     # section of the default report on MiniLM (an encoder).
     report=False,
