@@ -126,8 +126,9 @@ def sweep(
     step), ``"step"`` or ``"lr-sum"``. ``theory``: ``"auto"`` (``exact`` when the series declares
     its setup, else ``laws``), ``"exact"``, ``"laws"`` or ``"none"`` (see
     :mod:`geomlens.dynamics.overlay`). ``split``: how the ranks under torchrun share the
-    checkpoints, one of :data:`SPLITS` (see the module docstring). Other keywords are ``gl.run`` options (``site=``,
-    ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
+    checkpoints, one of :data:`SPLITS` (see the module docstring). Other keywords are
+    ``gl.run`` options (``site=``, ``pooling=``, ``batch_size=``, …) and apply at every
+    checkpoint.
     """
     names = _checked_names(analyses, theory, time)
     if split not in SPLITS:
@@ -342,7 +343,8 @@ def _measure_all(
     show: bool,
 ) -> list[tuple[str, list[str]]]:
     """Measure every checkpoint with an analysis missing (or all, ``force``) that this process
-    takes (``share``), filling ``in_memory`` (and the folder); the (label, analyses) measured, in order.
+    takes (``share``), filling ``in_memory`` (and the folder); the (label, analyses) measured,
+    in order.
     ``data`` None: the first analysis's shipped data, made once from the first checkpoint. A
     checkpoint whose weights equal an earlier one's takes that one's Results (not loaded, not
     measured, not counted as measured) when they are at hand."""
@@ -940,11 +942,11 @@ class _Share:
         shared = self._every_rank_sees_rank_0(str(run[0]))
         if split == "claims" and not shared:
             self._remove_own_directory()
+            blind = ", ".join(str(r) for r, yes in enumerate(self.seen) if not yes)
             raise ValueError(
                 f"--split claims needs an --out every rank sees (a shared filesystem); rank(s) "
-                f"{', '.join(str(r) for r, yes in enumerate(self.seen) if not yes)} do not see the files rank 0 "
-                f"writes into {folder}. Use --split by-rank (or auto): each node keeps its "
-                "Results and rank 0 collects them."
+                f"{blind} do not see the files rank 0 writes into {folder}. Use --split by-rank "
+                "(or auto): each node keeps its Results and rank 0 collects them."
             )
         self.mode = "claims" if shared else "by-rank"
 
