@@ -89,3 +89,17 @@ def test_claims_on_folders_the_ranks_do_not_share_are_refused(tiny_lm_run, tmp_p
         assert "--split claims needs an --out every rank sees" in answer["error"]
         assert "rank(s) 1" in answer["error"] and "\n" not in answer["error"]
     assert not list((tmp_path / "node-1").rglob("*.json"))
+
+
+def test_an_unknown_split_is_refused_before_the_series_is_read(tmp_path):
+    from typer.testing import CliRunner
+
+    from geomlens.cli import app
+
+    done = CliRunner().invoke(app, ["sweep", "abstraction", "--series", str(tmp_path / "none"),
+                                    "--out", str(tmp_path / "out"), "--split", "nodes"])  # fmt: skip
+    assert done.exit_code == 2
+    assert done.output.strip() == (
+        "error: --split must be one of auto, by-rank, claims; got 'nodes'."
+    )
+    assert not (tmp_path / "out").exists()
