@@ -340,11 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"running {', '.join(missing)} (not in the report)", file=sys.stderr)
                 results.update(run_analyses([], runs=missing, **options))
         else:
-            from geomlens.analyses.registry import builtin_analyses
+            from geomlens.analyses.registry import report_analyses
 
             names = needed_analyses(keys, registry)
             results = run_analyses(
-                builtin_analyses() if names is None else names,
+                report_analyses() if names is None else names,
                 runs=registry.runs_for(keys),
                 **options,
             )

@@ -85,3 +85,30 @@ def quick_report_run(tmp_path_factory):
     return result, dataclasses.replace(
         report, folder=working / report.folder, files=[working / f for f in report.files]
     )
+
+
+def _needs_missing_module(value: object) -> str | None:
+    """The install line of an analysis (a name or a class) whose optional modules are missing
+    here (``Declaration.requires``), else None."""
+    from geomlens.analyses.registry import ANALYSES
+
+    declared = getattr(value, "declaration", None)
+    if isinstance(value, str) and value in ANALYSES.declarations:
+        declared = ANALYSES.declarations[value]
+    if declared is None or not getattr(declared, "requires", ()) or not declared.missing():
+        return None
+    return f'pip install "{declared.install}"' if declared.install else "its modules"
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test parametrized over an analysis whose optional extra is not installed here (llc
+    without devinterp) is skipped, saying what to install; CI installs every extra."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            continue
+        for value in callspec.params.values():
+            install = _needs_missing_module(value)
+            if install is not None:
+                item.add_marker(pytest.mark.skip(reason=f"needs an optional extra: {install}"))
+                break

@@ -34,7 +34,7 @@ TOY_EPOCHS = 30  # epochs of the toy network
 # %%
 # %matplotlib inline
 import torch
-from IPython.display import Image
+from IPython.display import Image, display
 
 import geomlens as gl
 from geomlens.experiments import abstraction_dynamics, toy_network, two_factor_lm
@@ -99,6 +99,30 @@ Image(filename="lm-sweep-nnsight/abstraction.png")
 # options, the data, the sites, the seed and the weights' bytes.
 again = gl.sweep(["abstraction", "ccgp"], series, data, out="lm-sweep-nnsight", **fast)
 print("checkpoints measured again:", len(again.measured))
+
+# %% [markdown]
+# ### λ̂(t) beside α(t)
+#
+# `llc` is the local learning coefficient at each checkpoint's weights, by devinterp's own
+# SGLD estimator (`pip install "geomlens[devinterp]"`): swept with `abstraction`, it is a row
+# of the same table on the same time axis (site `summary`, its interval over chains), and
+# `abstraction.png` draws it on a right-hand scale. The probe set is short (96 tokens), so the
+# sampler takes sequences of 8 tokens, 4 at a time; λ̂ is compared across checkpoints at one
+# setting, never across settings (docs/dynamics.md).
+
+# %%
+import importlib.util
+
+if importlib.util.find_spec("devinterp") is None:
+    print('llc needs devinterp: pip install "geomlens[devinterp]"')
+else:
+    with_llc = gl.sweep(
+        ["abstraction", "llc"], gl.series("lm-run", select="log:8"), data, out="lm-sweep-llc",
+        n_bootstrap=0, n_shuffles=0, sequence_length=8, sgld_batch_size=4, draws=40,
+    )  # fmt: skip
+    llc_table = with_llc.to_frame()
+    print(llc_table[llc_table.analysis == "llc"][["step", "value", "ci_low", "ci_high"]])
+    display(Image(filename="lm-sweep-llc/abstraction.png"))
 
 # %% [markdown]
 # ## 2. The exact theory: the two-factor linear network

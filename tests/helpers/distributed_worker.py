@@ -31,11 +31,13 @@ def run_recipes(rank: int, world_size: int, port: int, out: str, checkpoint: str
         from helpers.tiny_models import tiny_gpt2
 
         import geomlens as gl
-        from geomlens.analyses.registry import analysis_class, builtin_analyses
+        from geomlens.analyses.registry import analysis_class, builtin_analyses, declaration
 
         hf_model, tokenizer = tiny_gpt2()
         adapter = gl.attach(hf_model, backend="nnsight", tokenizer=tokenizer)
         for name in builtin_analyses():
+            if declaration(name).missing():  # its optional extra is not installed here
+                continue
             recipe = analysis_class(name).example
             rows = recipe.rows()
             options = recipe.run_options()

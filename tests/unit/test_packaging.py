@@ -56,6 +56,8 @@ def undeclared(
     missing = {}
     for module, files in sorted(modules.items()):
         providers = {canonicalize_name(d) for d in distributions.get(module, [])}
+        if not providers and canonicalize_name(module) in declared:
+            continue  # an extra's module not installed here (devinterp without [devinterp])
         if not providers:
             missing[module] = f"not installed (imported in {sorted(files)})"
         elif not providers & declared:

@@ -120,6 +120,8 @@ class Analysis(ABC):
             raise TypeError(
                 f"Analysis {self.name!r} takes a {self.Config.__name__}, got {type(config).__name__}."
             )
+        if self.declaration is not None:  # a module it needs is missing: say what to install
+            self.declaration.check_installed()
         # Wrong option types fail here, naming the option, not at the first batch.
         check_option_types(self.name, config)
         self.config = config

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,7 +93,11 @@ class Declaration:
     ``analysis``, ``example`` and ``reading`` are ``"module:attribute"`` pointers (relative to
     ``package`` when they start with ``.``); ``example`` and ``reading`` may also be the objects
     themselves. ``sweep_metrics``: the metrics a training sweep follows (empty: every numeric
-    one). ``quick``: options a ``--quick`` report sets cheaper.
+    one). ``quick``: options a ``--quick`` report sets cheaper. ``requires``: modules the
+    analysis imports when it runs that geomlens does not install by default, and ``install``
+    what ``pip install`` takes to bring them (``"geomlens[devinterp]"``; listing it imports
+    none of them).
+    ``report``: False leaves it out of the default report (named with ``--analysis`` it runs).
     """
 
     name: str
@@ -106,6 +111,9 @@ class Declaration:
     aliases: tuple[str, ...] = ()
     sweep_metrics: tuple[str, ...] = ()
     quick: Mapping[str, Any] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    report: bool = True
     #: The package relative pointers resolve in (set where the declaration is found).
     package: str = ""
 
@@ -134,6 +142,26 @@ class Declaration:
 
     def spec(self, metric: str) -> MetricSpec | None:
         return specs_by_name(self.metrics).get(metric)
+
+    def missing(self) -> tuple[str, ...]:
+        """The modules of ``requires`` that cannot be imported here (found without importing
+        them)."""
+        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
+
+    def check_installed(self) -> None:
+        """Raise ``ImportError`` (one line, naming what to install) when a module of
+        ``requires`` is missing."""
+        missing = self.missing()
+        if missing:
+            install = (
+                f'pip install "{self.install}"'
+                if self.install
+                else ("pip install " + " ".join(missing))
+            )
+            raise ImportError(
+                f"Analysis {self.name!r} needs {', '.join(missing)}, which is not installed: "
+                f"{install}."
+            )
 
     def in_package(self, package: str) -> Declaration:
         """This declaration with its relative pointers resolved in ``package``."""

@@ -376,5 +376,12 @@ def list_analyses() -> list[str]:
 
 
 def builtin_analyses() -> list[str]:
-    """Names of the analyses that ship with geomlens, alphabetical (the report's run order)."""
+    """Names of the analyses that ship with geomlens, alphabetical."""
     return list(_BUILTINS)
+
+
+def report_analyses() -> list[str]:
+    """The built-ins the default report runs, alphabetical (its run order): those whose
+    declaration does not leave the report (``report=False``: named with ``--analysis``, they
+    run)."""
+    return [name for name in _BUILTINS if ANALYSES.declarations[name].report]

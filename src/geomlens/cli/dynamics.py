@@ -90,6 +90,16 @@ def sweep_command(
         list[str] | None,
         typer.Option("--option", help="Analysis option KEY=VALUE (repeatable)."),
     ] = None,
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            help="Under torchrun, how the ranks share the checkpoints: claims (claim files in an "
+            "--out every rank sees), by-rank (checkpoint i is rank i mod K's; each node keeps "
+            "its Results in its own --out and rank 0 collects them) or auto (claims when --out "
+            "is shared, else by-rank).",
+        ),
+    ] = "auto",
     checkpoint: Annotated[
         Path | None,
         typer.Option("--checkpoint", hidden=True, help="Not a sweep option (see --series)."),
@@ -110,7 +120,7 @@ def sweep_command(
     checkpoints) measures only what is missing or changed; --force measures everything again.
 
     Under ``torchrun --nproc-per-node K -m geomlens sweep …`` the processes share the
-    checkpoints and rank 0 writes the table (see docs/dynamics.md)."""
+    checkpoints (--split) and rank 0 writes the table (see docs/dynamics.md)."""
     if checkpoint is not None:
         raise fail(
             "a sweep reads its checkpoints with --series FOLDER; --checkpoint is where "
@@ -120,7 +130,7 @@ def sweep_command(
         raise fail("give the checkpoints with --series FOLDER (or a hub name with --revisions).")
     if out is None:
         raise fail("give --out DIR: the folder the sweep writes its Results and table into.")
-    _check_sweep_flags(seed, batch_size)
+    _check_sweep_flags(seed, batch_size, split)
     options = dict(parse_option(o) for o in option or [])
     if site:
         options["site"] = site[0] if len(site) == 1 else list(site)
@@ -149,7 +159,7 @@ def sweep_command(
             loaded = load_data(data, None)
         outcome = gl.sweep(
             analyses, chosen, loaded, out=out, theory=theory, time=time, seed=seed, force=force,
-            **options,
+            split=split, **options,
         )  # fmt: skip
     if dist.is_initialized() and dist.get_rank() != 0:
         return
@@ -162,8 +172,13 @@ def sweep_command(
         typer.echo(line)
 
 
-def _check_sweep_flags(seed: int, batch_size: int | None) -> None:
-    """What `geomlens run` checks first, checked before a checkpoint is listed or loaded."""
+def _check_sweep_flags(seed: int, batch_size: int | None, split: str) -> None:
+    """What `geomlens run` checks first, and --split, checked before a checkpoint is listed or
+    loaded."""
+    from geomlens.dynamics.sweep import SPLITS
+
+    if split not in SPLITS:
+        raise fail(f"--split must be one of {', '.join(SPLITS)}; got {split!r}.")
     check_seed(seed)
     if batch_size is not None:
         check_batch_size(batch_size)

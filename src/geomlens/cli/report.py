@@ -110,7 +110,7 @@ def report_command(
     if from_ is not None:
         rerender(from_, out)
         return
-    from geomlens.analyses.registry import builtin_analyses
+    from geomlens.analyses.registry import report_analyses
     from geomlens.cli.errors import check_batch_size, check_positive, check_seed, one_line_errors
     from geomlens.report.causal_lm import section_model
     from geomlens.report.runner import (
@@ -129,7 +129,7 @@ def report_command(
     with one_line_errors():
         check_report_options(
             out,
-            list(analysis) if analysis else builtin_analyses(),
+            list(analysis) if analysis else report_analyses(),
             section_model(model, analysis, causal_lm),
             batch_size=batch_size,
             max_length=max_length,

@@ -21,11 +21,13 @@ import numpy as np
 
 from geomlens.atomic_files import atomic_save_figure
 from geomlens.dynamics.overlay import ExactAbstraction, site_layer
-from geomlens.dynamics.trajectory import across_seeds, followed_metrics
+from geomlens.dynamics.trajectory import SUMMARY_SITE, across_seeds, followed_metrics
 
 #: Times at which the exact theory's curve is drawn between the first and last checkpoint.
 CURVE_POINTS = 400
 MISSED_PEAK = "the checkpoints miss the peak at t = {time:.3g}"
+#: The analysis whose λ̂(t) is drawn beside every other analysis's curve on one time axis.
+LLC = "llc"
 
 
 def draw_analysis(
@@ -73,11 +75,35 @@ def analysis_figure(outcome: Any, analysis: str, record: Mapping[str, Any]) -> A
     _time_axis(left, [r["time"] for r in rows], unit)
     left.set_ylabel(metric)
     _legend_below(left)
+    if analysis != LLC:
+        _llc_beside(left, outcome.rows)
     _right_panel(right, rows, sites, metric, record, unit)
     if trained:
         _training_panel(figure.add_subplot(grid[1, 0], sharex=left), outcome.rows, analysis, unit)
     figure.suptitle(_title(analysis, sites, record), fontsize=10)
     return figure
+
+
+def _llc_beside(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The sweep's λ̂(t) (the llc analysis, mean over seeds at each time, its interval over
+    chains as a band) on a right-hand scale of the same time axis, when the sweep measured it."""
+    points = [
+        r for r in rows if r["analysis"] == LLC and r["metric"] == LLC and r["value"] is not None
+    ]
+    if not points:
+        return
+    times = sorted({r["time"] for r in points if not r.get("duplicate_of")})
+    at = [[r for r in points if r["time"] == t and not r.get("duplicate_of")] for t in times]
+    twin = axis.twinx()
+    twin.plot(times, [np.mean([r["value"] for r in rs]) for rs in at], "s--", color="0.35",
+              lw=1, ms=3)  # fmt: skip
+    if all(r["ci_low"] is not None and r["ci_high"] is not None for rs in at for r in rs):
+        twin.fill_between(times, [np.mean([r["ci_low"] for r in rs]) for rs in at],
+                          [np.mean([r["ci_high"] for r in rs]) for rs in at], color="0.35",
+                          alpha=0.1, lw=0)  # fmt: skip
+    twin.set_ylabel("LLC λ̂ (grey squares)", color="0.35")
+    axis.set_zorder(twin.get_zorder() + 1)  # the analysis's own curves over λ̂'s band
+    axis.patch.set_visible(False)
 
 
 def _has_training_record(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -355,8 +381,10 @@ def _layer_panel(
     layered = [s for s in sites if site_layer(s) is not None]
     steps = sorted({(r["step"], r["time"]) for r in rows if not r.get("duplicate_of")})
     if len(layered) < 2 or not steps:
+        whole = bool(sites) and all(s == SUMMARY_SITE for s in sites)
+        words = "a number of the whole model" if whole else "one layer"
         axis.set_axis_off()
-        axis.text(0.5, 0.5, "one layer: no per-layer panel", ha="center", va="center", fontsize=8)
+        axis.text(0.5, 0.5, f"{words}: no per-layer panel", ha="center", va="center", fontsize=8)
         return
     seeds = {r["seed"] for r in rows}
     picks = dict.fromkeys([steps[0], steps[len(steps) // 2], steps[-1]])

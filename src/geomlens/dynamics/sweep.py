@@ -15,9 +15,13 @@ and intervention works unchanged. With ``out=DIR`` the sweep writes:
   origin, and the theory's summary (α_max, α_∞, whether the peak is resolved, the clock check);
 - ``DIR/<analysis>.png``: one figure per analysis (:mod:`geomlens.dynamics.figures`).
 
-Under ``torchrun`` (an initialised process group) the ranks share the checkpoints: each claims
-one with a claim file in ``DIR/.claims/<run>/`` (so several nodes can share one DIR), measures it
-whole, and rank 0 assembles the table once every rank is done.
+Under ``torchrun`` (an initialised process group) the ranks share the checkpoints (``split``):
+where every rank sees one DIR (a shared filesystem), each claims a checkpoint with a claim file
+in ``DIR/.claims/<run>/``, measures it whole and writes its Results there; where they do not (a
+multi-node job whose DIR is each node's local disk), checkpoint i is rank i mod K's, each rank
+keeps its own Results in its own DIR and sends them to rank 0, which writes them into its DIR.
+Either way rank 0 assembles the table once every rank is done, and its DIR holds the whole
+sweep.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ from geomlens.results import Result, plain
 #: Options of ``gl.run`` itself (not of an analysis) that change what is measured.
 RUN_OPTIONS = ("batch_size", "padding_side", "max_length")
 TIME_AXES = ("auto", "step", "lr-sum")
+#: How the ranks under torchrun share the checkpoints: ``claims`` (claim files in a DIR every
+#: rank sees), ``by-rank`` (checkpoint i is rank i mod K's; no file is shared) or ``auto``
+#: (claims when every rank sees a file rank 0 wrote into DIR, else by-rank).
+SPLITS = ("auto", "by-rank", "claims")
 FORMAT = 1
 #: Seconds per checkpoint past which the progress line names the analyses' cheaper options.
 SLOW_SECONDS = 2.0
@@ -106,6 +114,7 @@ def sweep(
     figures: bool = True,
     backend: str | None = None,
     select: str | None = None,
+    split: str = "auto",
     **options: Any,
 ) -> SweepResult:
     """Run ``analyses`` on every checkpoint of ``series`` and return the trajectory.
@@ -116,10 +125,14 @@ def sweep(
     default). ``time``: the x axis, ``"auto"`` (Σ lr where the series records it, else the
     step), ``"step"`` or ``"lr-sum"``. ``theory``: ``"auto"`` (``exact`` when the series declares
     its setup, else ``laws``), ``"exact"``, ``"laws"`` or ``"none"`` (see
-    :mod:`geomlens.dynamics.overlay`). Other keywords are ``gl.run`` options (``site=``,
-    ``pooling=``, ``batch_size=``, …) and apply at every checkpoint.
+    :mod:`geomlens.dynamics.overlay`). ``split``: how the ranks under torchrun share the
+    checkpoints, one of :data:`SPLITS` (see the module docstring). Other keywords are
+    ``gl.run`` options (``site=``, ``pooling=``, ``batch_size=``, …) and apply at every
+    checkpoint.
     """
     names = _checked_names(analyses, theory, time)
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}; use one of {', '.join(SPLITS)}.")
     _check_run_arguments(seed, options)
     checkpoints = _checkpoints_of(series, backend, select, time)
     if data is None:
@@ -141,19 +154,19 @@ def sweep(
         seed=seed, data_digest=data_digest, time=time, level=level,
     )  # fmt: skip
     _barrier(world)  # every rank has checked DIR before rank 0 writes into it
+    share = _Share(folder, rank, world, split, checkpoints)  # a refused split writes nothing
     if folder is not None and rank == 0:
         # Written first (every argument checked by now), so that a killed sweep's folder is
         # recognised as one and resumed.
         _write_json(folder, "sweep.json", record)
-    claims = _Claims(folder, rank, world)
     in_memory: dict[str, dict[str, Result]] = {}
     measured = _measure_all(
-        checkpoints, names, data, folder=folder, keys_of=keys_of, claims=claims,
+        checkpoints, names, data, folder=folder, keys_of=keys_of, share=share,
         in_memory=in_memory, force=force, configs=configs, own_options=own_options,
         run_options=run_options, seed=seed, rank=rank,
         show=(progress if progress is not None else True) and rank == 0,
     )  # fmt: skip
-    claims.finish()
+    share.finish(checkpoints, names, in_memory)
     measured_by_all = _sum_over_ranks(len(measured), world)
     if rank != 0:
         return _follower_result(folder, measured, measured_by_all, world)
@@ -165,7 +178,7 @@ def sweep(
     if folder is not None:
         record.update(state="complete", theory=summary)
         _write_outputs(folder, record, outcome, names, figures)
-    _barrier(world)
+    _rows_from_rank_0(outcome.rows, world)
     return outcome
 
 
@@ -254,14 +267,21 @@ def _cache_keys(
 def _follower_result(
     folder: Path | None, measured: list[tuple[str, list[str]]], measured_by_all: int, world: int
 ) -> SweepResult:
-    """A rank other than 0 waits for rank 0 to write the table, then reads its rows back."""
-    _barrier(world)
-    rows = (
-        json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))["rows"]
-        if folder
-        else []
-    )
+    """A rank other than 0 waits for rank 0 to write the table and takes its rows (sent, not
+    read from DIR: a node's own DIR may not be rank 0's)."""
+    rows = _rows_from_rank_0(None, world)
     return SweepResult(rows, {}, folder, measured, measured_by_all=measured_by_all)
+
+
+def _rows_from_rank_0(rows: list[dict[str, Any]] | None, world: int) -> list[dict[str, Any]]:
+    """Rank 0's trajectory rows on every rank (sent once rank 0 has written the table)."""
+    if world == 1:
+        return rows or []
+    import torch.distributed as dist
+
+    sent = [rows]
+    dist.broadcast_object_list(sent, src=0)
+    return sent[0] or []
 
 
 def _fill_series_defaults(
@@ -312,7 +332,7 @@ def _measure_all(
     *,
     folder: Path | None,
     keys_of: _Keys,
-    claims: _Claims,
+    share: _Share,
     in_memory: dict[str, dict[str, Result]],
     force: bool,
     configs: dict[str, dict[str, Any]],
@@ -323,7 +343,8 @@ def _measure_all(
     show: bool,
 ) -> list[tuple[str, list[str]]]:
     """Measure every checkpoint with an analysis missing (or all, ``force``) that this process
-    claims, filling ``in_memory`` (and the folder); the (label, analyses) measured, in order.
+    takes (``share``), filling ``in_memory`` (and the folder); the (label, analyses) measured,
+    in order.
     ``data`` None: the first analysis's shipped data, made once from the first checkpoint. A
     checkpoint whose weights equal an earlier one's takes that one's Results (not loaded, not
     measured, not counted as measured) when they are at hand."""
@@ -346,7 +367,7 @@ def _measure_all(
             missing = names if force else _missing(folder, checkpoint, names, keys, in_memory)
             if not missing:
                 continue
-            if not claims.take(checkpoint):
+            if not share.take(checkpoint):
                 bar.update(1)  # another rank measures it: the bar counts every rank's
                 continue
             copied = _twin_results(checkpoints, twins.get(checkpoint.label), missing, keys_of,
@@ -878,23 +899,68 @@ def _barrier(world: int) -> None:
         dist.barrier()
 
 
-class _Claims:
-    """One claim file per checkpoint in ``DIR/.claims/<run>/``: under torchrun the rank that
-    creates it (O_EXCL) measures the checkpoint; a single process claims nothing."""
+class _Share:
+    """How this rank takes its checkpoints under torchrun (a single process takes them all).
 
-    def __init__(self, folder: Path | None, rank: int, world: int) -> None:
-        self.rank, self.world, self.directory = rank, world, None
-        if world > 1 and folder is not None:
-            import torch.distributed as dist
+    ``claims``: one claim file per checkpoint in ``DIR/.claims/<run>/``; the rank that creates
+    it (O_EXCL) measures the checkpoint. ``by-rank``: checkpoint i (in the series' order) is
+    rank i mod K's; once measured, each rank sends its checkpoints' Results to rank 0, which
+    writes those it lacks into its DIR. ``auto`` chooses claims when every rank sees the file
+    rank 0 wrote into ``DIR/.claims/<run>/``, else by-rank; ``claims`` on a DIR some rank does
+    not see is refused (every node would measure every checkpoint)."""
 
-            run = [uuid.uuid4().hex if rank == 0 else None]
-            dist.broadcast_object_list(run, src=0)
-            self.directory = folder / ".claims" / str(run[0])
-            self.directory.mkdir(parents=True, exist_ok=True)
+    def __init__(
+        self, folder: Path | None, rank: int, world: int, split: str, checkpoints: Series
+    ) -> None:
+        self.rank, self.world, self.folder = rank, world, folder
+        self.directory: Path | None = None
+        self.mode = "alone"
+        #: Whether each rank read back the file rank 0 wrote into DIR (auto and claims only).
+        self.seen: list[Any] = []
+        self.owner = {c.label: i % world for i, c in enumerate(checkpoints)}
+        if world == 1 or folder is None:
+            return
+        if split == "by-rank":
+            self.mode = split
+            return
+        import torch.distributed as dist
+
+        run = [uuid.uuid4().hex if rank == 0 else None]
+        dist.broadcast_object_list(run, src=0)
+        self.directory = folder / ".claims" / str(run[0])
+        self.directory.mkdir(parents=True, exist_ok=True)
+        shared = self._every_rank_sees_rank_0(str(run[0]))
+        if split == "claims" and not shared:
+            self._remove_own_directory()
+            blind = ", ".join(str(r) for r, yes in enumerate(self.seen) if not yes)
+            raise ValueError(
+                f"--split claims needs an --out every rank sees (a shared filesystem); rank(s) "
+                f"{blind} do not see the files rank 0 writes into {folder}. Use --split by-rank "
+                "(or auto): each node keeps its Results and rank 0 collects them."
+            )
+        self.mode = "claims" if shared else "by-rank"
+
+    def _every_rank_sees_rank_0(self, run: str) -> bool:
+        """Whether the file rank 0 writes into this run's claim folder is read back by every
+        rank (``self.seen``: each rank's answer)."""
+        import torch.distributed as dist
+
+        assert self.directory is not None
+        probe = self.directory / "rank-0"
+        if self.rank == 0:
+            probe.write_text(run, encoding="utf-8")
+        _barrier(self.world)
+        mine = probe.is_file() and probe.read_text(encoding="utf-8") == run
+        self.seen = [None] * self.world
+        dist.all_gather_object(self.seen, mine)
+        return all(self.seen)
 
     def take(self, checkpoint: Checkpoint) -> bool:
-        if self.directory is None:
+        if self.mode == "by-rank":
+            return self.owner[checkpoint.label] == self.rank
+        if self.mode != "claims":
             return True
+        assert self.directory is not None
         path = self.directory / (checkpoint.label.replace("/", "__") + ".claim")
         try:
             handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -904,14 +970,64 @@ class _Claims:
         os.close(handle)
         return True
 
-    def finish(self) -> None:
-        if self.directory is None:
+    def finish(
+        self,
+        checkpoints: Series,
+        names: Sequence[str],
+        in_memory: dict[str, dict[str, Result]],
+    ) -> None:
+        """Every rank done; by-rank, rank 0's DIR given every rank's Results; the claim folders
+        removed (by each rank from its own DIR where the DIRs differ)."""
+        if self.mode == "alone":
             return
         _barrier(self.world)
-        if self.rank == 0:
-            import shutil
+        if self.mode == "by-rank":
+            self._send_to_rank_0(checkpoints, names, in_memory)
+            self._remove_own_directory()
+        elif self.rank == 0:
+            self._remove_own_directory()
 
-            shutil.rmtree(self.directory, ignore_errors=True)
-            parent = self.directory.parent
+    def _send_to_rank_0(
+        self,
+        checkpoints: Series,
+        names: Sequence[str],
+        in_memory: dict[str, dict[str, Result]],
+    ) -> None:
+        """Each rank's Results of its own checkpoints (measured now or cached in its DIR), as
+        their files' text, written by rank 0 into its DIR where it lacks them."""
+        import torch.distributed as dist
+
+        assert self.folder is not None
+        mine: dict[str, str] = {}
+        for checkpoint in checkpoints:
+            if self.owner[checkpoint.label] != self.rank:
+                continue
+            for name in names:
+                result = in_memory.get(checkpoint.label, {}).get(name)
+                relative = _result_name(checkpoint, name)
+                mine[relative] = (
+                    result.to_json() + "\n"
+                    if result is not None
+                    else owned_path(self.folder, relative).read_text(encoding="utf-8")
+                )
+        gathered: list[Any] = [None] * self.world
+        dist.all_gather_object(gathered, mine)
+        if self.rank != 0:
+            return
+        for rank, texts in enumerate(gathered):
+            for relative, text in texts.items():
+                here = owned_path(self.folder, relative)
+                if rank != 0 and not (here.is_file() and here.read_text(encoding="utf-8") == text):
+                    write_owned(self.folder, relative, text, OWNER)
+
+    def _remove_own_directory(self) -> None:
+        import contextlib
+        import shutil
+
+        if self.directory is None:
+            return
+        shutil.rmtree(self.directory, ignore_errors=True)
+        parent = self.directory.parent
+        with contextlib.suppress(OSError):  # another rank's run, or removed by one already
             if parent.is_dir() and not any(parent.iterdir()):
                 parent.rmdir()

@@ -60,6 +60,8 @@ COLUMNS = (
     "duplicate_of",
     *TRAINING_COLUMNS,
 )
+#: The "site" of a metric of no site (``summary.<name>``): a row of it has this site.
+SUMMARY_SITE = "summary"
 #: Metrics whose per-layer law and attenuation bound are drawn (abstraction cosines).
 ALPHA_METRICS = ("alpha",)
 ACROSS_SEEDS_COLUMNS = (*_WHEN_AND_WHAT, "mean", "ci_low", "ci_high", "sd", "seeds")
@@ -82,7 +84,9 @@ def result_rows(result: Result) -> list[dict[str, Any]]:
     by_site: dict[str, dict[str, Any]] = {}
     for key, value in result.metrics.items():
         site, _, name = key.rpartition(".")
-        if site in sites or site in by_site:
+        # A metric of the whole model (``summary.<name>``, llc's λ̂) is followed when declared.
+        followed_summary = site == SUMMARY_SITE and name.partition("_ci_")[0] in headlines
+        if site in sites or site in by_site or followed_summary:
             by_site.setdefault(site, {})[name] = value
     for site, values in by_site.items():
         names = headlines or tuple(_numeric_columns(values))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geomlens.analyses.declaration import first_paragraph
-from geomlens.analyses.registry import analysis_class, builtin_analyses
+from geomlens.analyses.registry import analysis_class, report_analyses
 from geomlens.progress import phase, say, showing_progress
 from geomlens.report.causal_lm import (
     CAUSAL_LM_ANALYSES,
@@ -369,7 +369,7 @@ def build_report(
     from geomlens.models.attach import attach, load
     from geomlens.report.page import write_report
 
-    names = list(analyses) if analyses else builtin_analyses()
+    names = list(analyses) if analyses else report_analyses()
     for name in names:  # an unknown name fails here, before the model is loaded
         analysis_class(name)
     check_report_options(

@@ -102,3 +102,11 @@ def test_the_builtins_are_the_folders_that_declare_an_analysis():
     assert gl.analysis_class("stats") is gl.analysis_class("activation_stats")
     assert gl.analysis_class("ssd") is gl.analysis_class("sae_features")
     assert gl.analysis_class("linearization_effect").name == "linearization-effect"
+
+
+def test_the_default_report_leaves_out_what_its_declaration_keeps_out():
+    from geomlens.analyses.registry import builtin_analyses, declaration, report_analyses
+
+    assert "llc" in builtin_analyses() and "llc" not in report_analyses()
+    assert report_analyses() == [n for n in builtin_analyses() if n != "llc"]
+    assert declaration("llc").requires == ("devinterp",)

@@ -270,7 +270,7 @@ def test_the_bar_counts_checkpoints_every_rank_measured(missed_peak, monkeypatch
     """A rank skips the checkpoints another claims; its bar still ends at the whole series."""
     outcome, out = missed_peak
     taken = iter([True, False, True, False])
-    monkeypatch.setattr(sweeping._Claims, "take", lambda self, checkpoint: next(taken))
+    monkeypatch.setattr(sweeping._Share, "take", lambda self, checkpoint: next(taken))
     run = record_of(out)["series"]["source"]
     gl.sweep("abstraction", run, out=out, progress=True, force=True, **FAST)
     assert "4/4" in capsys.readouterr().err

@@ -40,6 +40,7 @@ from geomlens.analyses.statistics.concept_state import (
     site_tasks,
     task_rng,
 )
+from geomlens.analyses.statistics.next_token import next_token_loss
 from geomlens.analyses.words.metric_words import metric_value
 from geomlens.formatting import human_name
 from geomlens.hooks.sites import NEXT_TOKEN_SITE
@@ -68,18 +69,6 @@ def _affected(site: str, first_layer: int) -> bool:
         return True
     layer = layer_of(site)
     return layer is not None and layer >= first_layer
-
-
-def _next_token_loss(log_probs: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed next-token cross-entropy over real (token, next token) pairs, and their count,
-    from each token's log-probability of the next (the ``logits.next_token_logprob`` site,
-    scored inside the pass); tensors on the model's device, read once in finalize."""
-    if batch.inputs.input_ids is None:
-        raise ValueError("The next-token loss needs token ids (a text model's inputs).")
-    mask = batch.attention_mask.to(log_probs.device).bool()
-    pairs = mask[:, :-1] & mask[:, 1:]
-    losses = -log_probs[:, :-1].to(torch.float64)
-    return torch.where(pairs, losses, 0.0).sum(), pairs.sum()
 
 
 class LinearizationEffect(ConceptRowsAnalysis, declaration=DECLARATION):
@@ -177,7 +166,7 @@ class LinearizationEffect(ConceptRowsAnalysis, declaration=DECLARATION):
                 vocab = expected_widths(self._run_context().adapter).get("vocab")
                 self.vocab_size = int(vocab or 0)
             for condition, activations in zip(CONDITIONS, (base, linearized)):
-                total, count = _next_token_loss(activations[site], batch)
+                total, count = next_token_loss(activations[site], batch)
                 self._add(f"loss_sum_{condition}", total)
                 self._add(f"loss_count_{condition}", count)
             return
