@@ -1,5 +1,10 @@
 """The TransformerLens backend: HookedTransformer, TransformerBridge, and HF modules wrapped as bridges.
 
+Either TransformerLens line, whichever is installed: 3.x (HookedTransformer and TransformerBridge)
+or 4.x (TransformerBridge only), with the same site names and the same numbers. Nothing imports
+this module, hence TransformerLens, until the backend is asked for; without TransformerLens,
+importing it raises one ImportError that names the extra to install.
+
 Sites are read at TransformerLens HookPoints. A canonical name resolves to the HookPoint that
 TransformerLens registers under it (the bridge's aliases, e.g. ``blocks.0.hook_resid_pre`` for
 ``blocks.0.hook_in``, are the same HookPoint), except where TransformerLens's hook of that name
@@ -29,10 +34,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+try:
+    import transformer_lens  # noqa: F401  (only to say clearly when it is missing)
+except ModuleNotFoundError as missing:
+    if missing.name != "transformer_lens":
+        raise
+    # An optional dependency (the sae extra pins it to 3.x; without that extra 4.x installs):
+    # one line that names what to install, instead of a bare import error.
+    raise ImportError(
+        "The TransformerLens backend needs the transformer-lens package, which is not installed: "
+        "pip install 'geomlens[transformer-lens]' (or 'geomlens[sae]', whose sae-lens brings "
+        "TransformerLens 3), or attach the model with backend='nnsight'."
+    ) from missing
 from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
 from transformer_lens.hook_points import HookPoint
 from transformer_lens.HookedRootModule import HookedRootModule
-from transformer_lens.HookedTransformer import HookedTransformer
 from transformer_lens.model_bridge import TransformerBridge
 from transformer_lens.model_bridge.architecture_adapter import ArchitectureAdapter
 from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
@@ -57,6 +74,15 @@ from geomlens.models.architectures import MOE_REASON
 from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, first_field
 from geomlens.models.config_kinds import is_decoder
 from geomlens.models.next_token import head_sites, post_head
+
+#: The model classes the installed TransformerLens line offers: 3.x has HookedTransformer and
+#: TransformerBridge; 4.0 removed HookedTransformer (its name then stays in annotations only).
+try:
+    from transformer_lens.HookedTransformer import HookedTransformer
+except ModuleNotFoundError:
+    MODEL_CLASSES: tuple[type, ...] = (TransformerBridge,)
+else:
+    MODEL_CLASSES = (HookedTransformer, TransformerBridge)
 
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
 #: definition (module docstring): the hook to read instead, keyed by the bridge's architecture
@@ -153,12 +179,13 @@ class TransformerLensAdapter(Adapter):
         tokenizer: Any = None,
         model_id: str | None = None,
     ) -> None:
-        if not isinstance(model, HookedTransformer | TransformerBridge):
+        if not isinstance(model, MODEL_CLASSES):
             kind = "TransformerLens model" if isinstance(model, HookedRootModule) else "model"
+            runs = " and ".join(cls.__name__ for cls in MODEL_CLASSES)
             raise TypeError(
-                f"The TransformerLens backend runs HookedTransformer and TransformerBridge models; "
-                f"got a {kind} of type {type(model).__name__}. Wrap a Hugging Face module with "
-                "TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
+                f"The TransformerLens backend (transformer-lens {_tl_version()}) runs {runs} "
+                f"models; got a {kind} of type {type(model).__name__}. Wrap a Hugging Face module "
+                "with TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
             )
         if isinstance(model, TransformerBridge):
             when, reason = REFUSED_BRIDGES.get(type(model.adapter).__name__, (None, ""))
@@ -536,9 +563,15 @@ class TransformerLensAdapter(Adapter):
     # -- safety --------------------------------------------------------------------------------
     def hook_count(self) -> int:
         """Hooks on the model's HookPoints (where every hook of ours lives). The bridge's own
-        wiring hooks on the wrapped HF modules are part of the model, not counted."""
+        wiring is part of the model, not counted: its hooks on the wrapped HF modules, and
+        TransformerLens's permanent hooks on HookPoints (TransformerLens 4 ties a BERT bridge's
+        MLP HookPoints together with them; geomlens never adds a permanent hook)."""
         unique = {id(hp): hp for hp in self.model.hook_dict.values()}
-        return sum(count_torch_hooks(hp) for hp in unique.values())
+        return sum(count_torch_hooks(hp) - _permanent_hooks(hp) for hp in unique.values())
+
+
+def _permanent_hooks(hook_point: HookPoint) -> int:
+    return sum(handle.is_permanent for handle in (*hook_point.fwd_hooks, *hook_point.bwd_hooks))
 
 
 def load_transformer_lens(
