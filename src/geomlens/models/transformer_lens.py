@@ -35,18 +35,12 @@ from typing import Any
 
 import torch
 
+from geomlens.models.optional import missing_extra
+
 try:
-    import transformer_lens  # noqa: F401  (only to say clearly when it is missing)
+    import transformer_lens  # noqa: F401  (only to name the extra when it is missing)
 except ModuleNotFoundError as missing:
-    if missing.name != "transformer_lens":
-        raise
-    # An optional dependency (the sae extra pins it to 3.x; without that extra 4.x installs):
-    # one line that names what to install, instead of a bare import error.
-    raise ImportError(
-        "The TransformerLens backend needs the transformer-lens package, which is not installed: "
-        "pip install 'geomlens[transformer-lens]' (or 'geomlens[sae]', whose sae-lens brings "
-        "TransformerLens 3), or attach the model with backend='nnsight'."
-    ) from missing
+    raise missing_extra(missing) from None
 from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
 from transformer_lens.hook_points import HookPoint
 from transformer_lens.HookedRootModule import HookedRootModule
