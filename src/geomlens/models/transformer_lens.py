@@ -31,6 +31,7 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 import torch
@@ -98,24 +99,31 @@ SITE_OVERRIDES: dict[str, dict[str, str]] = {
 #: Bridges of post-LayerNorm models, whose sub-layer sites do not add up.
 POST_LN_BRIDGES = frozenset({"BertArchitectureAdapter"})
 
+#: The installed TransformerLens line (3 or 4): what the bridges can do differs between them.
+TL_MAJOR = int(version("transformer-lens").split(".")[0])
+
 #: Architectures whose TransformerLens bridge computes other numbers than the model itself:
 #: refused at attach, with the measurement. (Measured on tiny seeded models, TransformerLens
-#: 3.9 / transformers 5: see docs/architectures.md.)
+#: 3.9 and 4.3 / transformers 5: see docs/architectures.md.)
 #: Keyed by bridge adapter class: (the Hugging Face config values it is refused for, all of
 #: which must match, none meaning always; the reason).
 REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
-    "CohereArchitectureAdapter": (
-        {},
-        "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
-        "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
-        "trusted",
-    ),
+    # Fails on 3.9 and 4.3 alike.
     "OptArchitectureAdapter": (
         {"do_layer_norm_before": False},
         "TransformerLens's OPT bridge fails in the forward pass of a post-LayerNorm OPT "
         "(do_layer_norm_before=False, as OPT-350m)",
     ),
 }
+if TL_MAJOR < 4:
+    # TransformerLens 4.3's Cohere bridge equals the model (block inputs within 4e-9 on the
+    # same tiny model): refused on 3.x only.
+    REFUSED_BRIDGES["CohereArchitectureAdapter"] = (
+        {},
+        "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
+        "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
+        "trusted",
+    )
 
 
 def _identity(logits: torch.Tensor) -> torch.Tensor:
@@ -243,9 +251,11 @@ class TransformerLensAdapter(Adapter):
                 if base_prefix is None
                 else _reroot_on_base_model(base_prefix),
             )
-        except (RuntimeError, AttributeError, KeyError, IndexError) as error:
+        except (RuntimeError, AttributeError, KeyError, IndexError, TypeError) as error:
             # TransformerLens's adapter for the family does not fit this config (e.g. Falcon's
-            # new decoder architecture with grouped key/value heads): say so, name the way out.
+            # new decoder architecture with grouped key/value heads; TransformerLens 4 refuses a
+            # bridge with no hook point, a T5 encoder's, with a TypeError): say so, name the
+            # way out.
             raise ValueError(
                 f"TransformerLens {_tl_version()} could not bridge this {type(hf_model).__name__} "
                 f"({type(error).__name__}: {error}). Attach it with the nnsight backend "
@@ -668,6 +678,4 @@ def _hooked_transformer_numerics(normalization_type: str | None) -> str:
 
 
 def _tl_version() -> str:
-    from importlib.metadata import version
-
     return version("transformer-lens")
