@@ -14,7 +14,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "transformer_lens": (
         "The TransformerLens backend",
         "pip install 'geomlens[transformer-lens]' (or 'geomlens[sae]', whose sae-lens brings "
-        "TransformerLens 3), or attach the model with backend='nnsight'",
+        "TransformerLens 3), or use the nnsight backend (backend='nnsight', --backend nnsight)",
     ),
     "sae_lens": (
         "SAEs (sae-features, `geomlens sae`, loading and training an SAE)",
