@@ -8,7 +8,38 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+import importlib.metadata  # noqa: E402
+import importlib.util  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+def _transformer_lens_major() -> int | None:
+    try:
+        return int(importlib.metadata.version("transformer-lens").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``sae`` need sae-lens, an extra that pins TransformerLens to 3; tests marked
+    ``hooked_transformer`` need TransformerLens 3's HookedTransformer. Where those are not
+    installed (a TransformerLens 4 environment) the tests are skipped, saying why, not failed on
+    a missing module."""
+    missing = {}
+    if importlib.util.find_spec("sae_lens") is None:
+        missing["sae"] = "sae-lens is not installed (pip install 'geomlens[sae]')"
+    major = _transformer_lens_major()
+    if major is None or major >= 4:
+        installed = "not installed" if major is None else f"{major}.x"
+        missing["hooked_transformer"] = (
+            f"needs TransformerLens 3's HookedTransformer; transformer-lens here: {installed}"
+        )
+    for item in items:
+        for marker, reason in missing.items():
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+    _skip_analyses_whose_extra_is_missing(items)
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +131,7 @@ def _needs_missing_module(value: object) -> str | None:
     return f'pip install "{declared.install}"' if declared.install else "its modules"
 
 
-def pytest_collection_modifyitems(config, items):
+def _skip_analyses_whose_extra_is_missing(items):
     """A test parametrized over an analysis whose optional extra is not installed here (llc
     without devinterp) is skipped, saying what to install; CI installs every extra."""
     for item in items:

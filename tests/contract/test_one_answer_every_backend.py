@@ -20,6 +20,7 @@ from geomlens.testing import first_difference
 
 BACKENDS = ("nnsight", "transformer-lens")
 TOLERANCE = 1e-5
+NEEDS_SAE_LENS = {"sae-features"}
 
 
 def _tiny(factory: Any) -> dict[str, gl.Adapter]:
@@ -72,6 +73,13 @@ def counts_differ(got: gl.Result, expected: gl.Result) -> str | None:
     return None
 
 
+#: The built-in analyses, those that need sae-lens marked ``sae`` (run where it is installed).
+ANALYSES = [
+    pytest.param(name, marks=pytest.mark.sae) if name in NEEDS_SAE_LENS else name
+    for name in builtin_analyses()
+]
+
+
 def one_answer(name: str, adapters: dict[str, gl.Adapter], **extra: Any) -> None:
     cls = gl.analysis_class(name)
     options = {**cls.example.run_options(), **extra}
@@ -94,13 +102,13 @@ def one_answer(name: str, adapters: dict[str, gl.Adapter], **extra: Any) -> None
 
 
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-bert"])
-@pytest.mark.parametrize("name", builtin_analyses())
+@pytest.mark.parametrize("name", ANALYSES)
 def test_every_builtin_gives_one_answer_on_a_tiny_model(name, model, tiny_models):
     one_answer(name, tiny_models[model])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", builtin_analyses())
+@pytest.mark.parametrize("name", ANALYSES)
 def test_every_builtin_gives_one_answer_on_minilm(name, minilm):
     extra: dict[str, Any] = {}
     if name == "sae-features":  # the example's SAE is the tiny models' width
@@ -108,6 +116,7 @@ def test_every_builtin_gives_one_answer_on_minilm(name, minilm):
     one_answer(name, minilm, **extra)
 
 
+@pytest.mark.sae
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-bert", "minilm"])
 def test_the_model_decides_the_defaults_and_the_cache_key(model, tiny_models, request):
     """An encoder is no causal LM through TransformerLens either (it got the causal-LM SAE

@@ -149,3 +149,34 @@ def test_the_python_floor_is_the_one_checked_and_every_dependency_supports_it():
             assert SpecifierSet(requires_python).contains(python_floor), (
                 f"{dist.name} {dist.version} requires Python {requires_python}"
             )
+
+
+def extra_names(extra: str) -> set[str]:
+    """The distributions an extra brings, through the extras of geomlens it names too."""
+    names: set[str] = set()
+    for requirement in EXTRAS[extra]:
+        if canonicalize_name(requirement.name) == "geomlens":
+            for inner in requirement.extras:
+                names |= extra_names(inner)
+        else:
+            names.add(canonicalize_name(requirement.name))
+    return names
+
+
+def test_only_the_sae_extra_holds_transformer_lens_at_3():
+    """sae-lens pins transformer-lens<4, so it and TransformerLens are extras: an install
+    without the sae extra can take TransformerLens 4, and the README's installs (lms; test)
+    still bring sae-lens."""
+    assert {"sae-lens", "transformer-lens"}.isdisjoint(declared_names(CORE))
+    (backend,) = EXTRAS["transformer-lens"]
+    assert backend.specifier.contains("3.9.0") and backend.specifier.contains("4.3.0")
+    for extra in ("sae", "test", "lms"):
+        assert {"sae-lens", "transformer-lens"} <= extra_names(extra), extra
+    assert "sae-lens" not in extra_names("test-tools") | extra_names("transformer-lens")
+    sae_lens = installed("sae-lens")
+    if sae_lens is not None:  # the pin is sae-lens's own, as the sae extra says
+        pins = [Requirement(r) for r in sae_lens.requires or []]
+        (theirs,) = [r for r in pins if canonicalize_name(r.name) == "transformer-lens"]
+        assert not theirs.specifier.contains("4.0.0"), theirs
+        (ours,) = [r for r in EXTRAS["sae"] if r.name == "transformer-lens"]
+        assert not ours.specifier.contains("4.0.0"), ours

@@ -167,6 +167,8 @@ def _module_target(block: torch.nn.Module, layer: int) -> ActivationTarget:
 
 
 def _hooked_transformer_target(model: Any, layer: int) -> ActivationTarget:
+    # TransformerLens 3 only, as HookedTransformer is (4.0 removed both); imported here so that
+    # nothing imports TransformerLens before a model of its own is linearised.
     from transformer_lens.components.mlps.gated_mlp import GatedMLP
     from transformer_lens.components.mlps.mlp import MLP
 

@@ -1,5 +1,10 @@
 """The TransformerLens backend: HookedTransformer, TransformerBridge, and HF modules wrapped as bridges.
 
+Either TransformerLens line, whichever is installed: 3.x (HookedTransformer and TransformerBridge)
+or 4.x (TransformerBridge only), with the same site names and the same numbers. Nothing imports
+this module, hence TransformerLens, until the backend is asked for; without TransformerLens,
+importing it raises one ImportError that names the extra to install.
+
 Sites are read at TransformerLens HookPoints. A canonical name resolves to the HookPoint that
 TransformerLens registers under it (the bridge's aliases, e.g. ``blocks.0.hook_resid_pre`` for
 ``blocks.0.hook_in``, are the same HookPoint), except where TransformerLens's hook of that name
@@ -26,13 +31,20 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 import torch
+
+from geomlens.models.optional import missing_extra
+
+try:
+    import transformer_lens  # noqa: F401  (only to name the extra when it is missing)
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing) from None
 from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
 from transformer_lens.hook_points import HookPoint
 from transformer_lens.HookedRootModule import HookedRootModule
-from transformer_lens.HookedTransformer import HookedTransformer
 from transformer_lens.model_bridge import TransformerBridge
 from transformer_lens.model_bridge.architecture_adapter import ArchitectureAdapter
 from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
@@ -58,6 +70,15 @@ from geomlens.models.config_fields import EXPERT_COUNT_FIELDS, POSITION_FIELDS, 
 from geomlens.models.config_kinds import is_decoder
 from geomlens.models.next_token import head_sites, post_head
 
+#: The model classes the installed TransformerLens line offers: 3.x has HookedTransformer and
+#: TransformerBridge; 4.0 removed HookedTransformer (its name then stays in annotations only).
+try:
+    from transformer_lens.HookedTransformer import HookedTransformer
+except ModuleNotFoundError:
+    MODEL_CLASSES: tuple[type, ...] = (TransformerBridge,)
+else:
+    MODEL_CLASSES = (HookedTransformer, TransformerBridge)
+
 #: Where TransformerLens's hook of a canonical name holds another tensor than geomlens's
 #: definition (module docstring): the hook to read instead, keyed by the bridge's architecture
 #: adapter class. ``{layer}`` stands for the block index.
@@ -78,24 +99,31 @@ SITE_OVERRIDES: dict[str, dict[str, str]] = {
 #: Bridges of post-LayerNorm models, whose sub-layer sites do not add up.
 POST_LN_BRIDGES = frozenset({"BertArchitectureAdapter"})
 
+#: The installed TransformerLens line (3 or 4): what the bridges can do differs between them.
+TL_MAJOR = int(version("transformer-lens").split(".")[0])
+
 #: Architectures whose TransformerLens bridge computes other numbers than the model itself:
 #: refused at attach, with the measurement. (Measured on tiny seeded models, TransformerLens
-#: 3.9 / transformers 5: see docs/architectures.md.)
+#: 3.9 and 4.3 / transformers 5: see docs/architectures.md.)
 #: Keyed by bridge adapter class: (the Hugging Face config values it is refused for, all of
 #: which must match, none meaning always; the reason).
 REFUSED_BRIDGES: dict[str, tuple[dict[str, Any], str]] = {
-    "CohereArchitectureAdapter": (
-        {},
-        "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
-        "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
-        "trusted",
-    ),
+    # Fails on 3.9 and 4.3 alike.
     "OptArchitectureAdapter": (
         {"do_layer_norm_before": False},
         "TransformerLens's OPT bridge fails in the forward pass of a post-LayerNorm OPT "
         "(do_layer_norm_before=False, as OPT-350m)",
     ),
 }
+if TL_MAJOR < 4:
+    # TransformerLens 4.3's Cohere bridge equals the model (block inputs within 4e-9 on the
+    # same tiny model): refused on 3.x only.
+    REFUSED_BRIDGES["CohereArchitectureAdapter"] = (
+        {},
+        "TransformerLens's Cohere bridge differs from the model's own forward (block inputs "
+        "off by ~1e-4 on a tiny model, far above float32 round-off), so its numbers cannot be "
+        "trusted",
+    )
 
 
 def _identity(logits: torch.Tensor) -> torch.Tensor:
@@ -153,12 +181,13 @@ class TransformerLensAdapter(Adapter):
         tokenizer: Any = None,
         model_id: str | None = None,
     ) -> None:
-        if not isinstance(model, HookedTransformer | TransformerBridge):
+        if not isinstance(model, MODEL_CLASSES):
             kind = "TransformerLens model" if isinstance(model, HookedRootModule) else "model"
+            runs = " and ".join(cls.__name__ for cls in MODEL_CLASSES)
             raise TypeError(
-                f"The TransformerLens backend runs HookedTransformer and TransformerBridge models; "
-                f"got a {kind} of type {type(model).__name__}. Wrap a Hugging Face module with "
-                "TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
+                f"The TransformerLens backend (transformer-lens {_tl_version()}) runs {runs} "
+                f"models; got a {kind} of type {type(model).__name__}. Wrap a Hugging Face module "
+                "with TransformerLensAdapter.from_hf(model), or attach it with backend='nnsight'."
             )
         if isinstance(model, TransformerBridge):
             when, reason = REFUSED_BRIDGES.get(type(model.adapter).__name__, (None, ""))
@@ -222,9 +251,11 @@ class TransformerLensAdapter(Adapter):
                 if base_prefix is None
                 else _reroot_on_base_model(base_prefix),
             )
-        except (RuntimeError, AttributeError, KeyError, IndexError) as error:
+        except (RuntimeError, AttributeError, KeyError, IndexError, TypeError) as error:
             # TransformerLens's adapter for the family does not fit this config (e.g. Falcon's
-            # new decoder architecture with grouped key/value heads): say so, name the way out.
+            # new decoder architecture with grouped key/value heads; TransformerLens 4 refuses a
+            # bridge with no hook point, a T5 encoder's, with a TypeError): say so, name the
+            # way out.
             raise ValueError(
                 f"TransformerLens {_tl_version()} could not bridge this {type(hf_model).__name__} "
                 f"({type(error).__name__}: {error}). Attach it with the nnsight backend "
@@ -536,9 +567,15 @@ class TransformerLensAdapter(Adapter):
     # -- safety --------------------------------------------------------------------------------
     def hook_count(self) -> int:
         """Hooks on the model's HookPoints (where every hook of ours lives). The bridge's own
-        wiring hooks on the wrapped HF modules are part of the model, not counted."""
+        wiring is part of the model, not counted: its hooks on the wrapped HF modules, and
+        TransformerLens's permanent hooks on HookPoints (TransformerLens 4 ties a BERT bridge's
+        MLP HookPoints together with them; geomlens never adds a permanent hook)."""
         unique = {id(hp): hp for hp in self.model.hook_dict.values()}
-        return sum(count_torch_hooks(hp) for hp in unique.values())
+        return sum(count_torch_hooks(hp) - _permanent_hooks(hp) for hp in unique.values())
+
+
+def _permanent_hooks(hook_point: HookPoint) -> int:
+    return sum(handle.is_permanent for handle in (*hook_point.fwd_hooks, *hook_point.bwd_hooks))
 
 
 def load_transformer_lens(
@@ -641,6 +678,4 @@ def _hooked_transformer_numerics(normalization_type: str | None) -> str:
 
 
 def _tl_version() -> str:
-    from importlib.metadata import version
-
     return version("transformer-lens")

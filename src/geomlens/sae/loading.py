@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from geomlens.models.optional import missing_extra
+
+try:
+    import sae_lens  # noqa: F401  (only to name the extra when it is missing)
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing) from None
 from sae_lens import SAE
 from safetensors import SafetensorError
 

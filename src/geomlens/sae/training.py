@@ -21,6 +21,13 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from geomlens.models.optional import missing_extra
+
+try:
+    import sae_lens  # noqa: F401  (only to name the extra when it is missing)
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing) from None
 from sae_lens import SAE
 from sae_lens.config import SAETrainerConfig
 from sae_lens.saes.sae import SAEMetadata

@@ -18,7 +18,6 @@ from helpers.tiny_models import (
     tiny_llama,
     tiny_tokenizer,
 )
-from transformer_lens import HookedTransformer
 
 import geomlens as gl
 from geomlens.interventions.linearize import LinearizationError, active_linearizations
@@ -148,11 +147,12 @@ def test_tangent_calibration_is_the_mean_pre_activation_over_real_tokens():
         torch.testing.assert_close(target.x0, expected, atol=1e-6, rtol=1e-6)
 
 
-def hooked(gated: bool) -> HookedTransformer:
+def hooked(gated: bool) -> torch.nn.Module:
     act_fn = "silu" if gated else "gelu_new"
     return tiny_hooked_transformer(act_fn=act_fn, gated_mlp=gated)
 
 
+@pytest.mark.hooked_transformer
 @pytest.mark.parametrize("gated", [False, True])
 def test_hooked_transformer_identity_and_tangent(gated):
     model = hooked(gated)

@@ -15,7 +15,7 @@ from geomlens.inputs.encoding import encode_token_ids
 from geomlens.models.adapter import UnknownSiteError
 from geomlens.models.nnsight import NNsightAdapter
 from geomlens.models.nnsight_loading import load_nnsight
-from geomlens.models.transformer_lens import TransformerLensAdapter
+from geomlens.models.transformer_lens import TL_MAJOR, TransformerLensAdapter
 
 ROWS = [[5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17]]
 
@@ -114,10 +114,11 @@ def test_an_encoder_decoder_checkpoint_loads_as_its_encoder(tmp_path):
     assert acts["blocks.1.mlp.hook_post"].shape[-1] == encoder.config.d_ff
 
 
-def test_the_refused_cohere_bridge_really_differs_from_the_model():
-    """Evidence for the refusal: TransformerLens's own Cohere bridge (built directly) gives block
-    inputs that differ from the model's hidden states far beyond round-off. If a TransformerLens
-    release fixes this, this test fails: lift the refusal then."""
+def test_the_cohere_bridge_is_refused_exactly_where_it_differs_from_the_model():
+    """Evidence for the refusal: TransformerLens 3's own Cohere bridge (built directly) gives
+    block inputs that differ from the model's hidden states far beyond round-off, and is
+    refused; TransformerLens 4.3's equals the model, and attaches. If a release changes either,
+    this test fails: move the refusal then."""
     from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
 
     hf_model, _ = tiny_decoder("cohere")
@@ -126,7 +127,14 @@ def test_the_refused_cohere_bridge_really_differs_from_the_model():
     )
     _, cache = bridge.run_with_cache(torch.tensor([ROWS[0]]))
     hidden = own_hidden(hf_model, ROWS[0])
-    assert (cache["blocks.1.hook_resid_pre"][0] - hidden[1][0]).abs().max() > 1e-5
+    error = float((cache["blocks.1.hook_resid_pre"][0] - hidden[1][0]).abs().max())
+    if TL_MAJOR < 4:
+        assert error > 1e-5
+        with pytest.raises(ValueError, match="Cohere bridge differs"):
+            TransformerLensAdapter.from_hf(hf_model)
+    else:
+        assert error < 1e-6
+        assert "blocks.1.hook_resid_pre" in TransformerLensAdapter.from_hf(hf_model).sites()
 
 
 def test_an_edit_inside_opts_flattened_mlp_matches_the_bridge():

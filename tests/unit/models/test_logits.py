@@ -90,6 +90,7 @@ def test_an_edit_at_the_logits_is_what_is_captured(decoder):
         torch.testing.assert_close(shifted, clean + 1.0)
 
 
+@pytest.mark.hooked_transformer
 def test_hooked_transformer_logits_equal_its_own_forward():
     model = tiny_hooked_transformer()
     adapter = TransformerLensAdapter(model, tokenizer=tiny_tokenizer())

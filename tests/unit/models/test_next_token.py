@@ -87,6 +87,7 @@ def test_reduced_logits_under_an_edit_equal_the_edited_full_logits(adapters):
             check_against_full_logits(adapter, inputs)
 
 
+@pytest.mark.hooked_transformer
 def test_hooked_transformer_reduced_logits_equal_the_formula():
     model = tiny_hooked_transformer()
     adapter = TransformerLensAdapter(model)
@@ -145,6 +146,7 @@ SAE_ROWS = [[5, 6, 7, 8, 9, 10], [12, 13, 14], [16, 17, 18, 19, 20], [22, 23, 24
 SAE_CONDITIONS = ["calibration", "heldout", "heldout", "shuffled_words"]
 
 
+@pytest.mark.sae
 @pytest.mark.parametrize("backend", ["nnsight", "transformer-lens"])
 def test_sae_features_losses_equal_the_full_logit_formula(backend):
     """ε̂_loss's clean and spliced smoothed bits, scored in chunks inside the passes, equal
