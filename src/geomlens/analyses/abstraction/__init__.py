@@ -1,8 +1,4 @@
-"""abstraction: the abstraction cosine α of binary concepts across contexts, at every site.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""abstraction: the abstraction cosine α of binary concepts across contexts, at every site."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

@@ -1,8 +1,4 @@
-"""activation-stats: per-site mean norm, per-dimension mean and variance, dead units.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""activation-stats: per-site mean norm, per-dimension mean and variance, dead units."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

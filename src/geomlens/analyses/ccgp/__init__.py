@@ -1,8 +1,4 @@
-"""ccgp: cross-condition generalisation of linear concept probes, beside within-context accuracy.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""ccgp: cross-condition generalisation of linear concept probes, beside within-context accuracy."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

@@ -1,8 +1,4 @@
-"""linearization-effect: α and CCGP with and without locally linearising an MLP, and what it costs.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""linearization-effect: α and CCGP with and without locally linearising an MLP, and what it costs."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

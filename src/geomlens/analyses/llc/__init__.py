@@ -1,10 +1,5 @@
 """llc: the local learning coefficient λ̂ of a causal LM at its weights, by devinterp's SGLD
-estimator (the optional extra ``geomlens[devinterp]``).
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch, no devinterp; see
-:mod:`geomlens.analyses.declaration`).
-"""
+estimator (the optional extra ``geomlens[devinterp]``)."""
 
 from geomlens.analyses.declaration import BUNDLED_CORPUS, Declaration
 from geomlens.lazy import lazy_attributes

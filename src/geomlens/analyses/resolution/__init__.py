@@ -1,8 +1,4 @@
-"""resolution: a model's resolution scale ε and its place on the theory's (p_S, p_I) front.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""resolution: a model's resolution scale ε and its place on the theory's (p_S, p_I) front."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

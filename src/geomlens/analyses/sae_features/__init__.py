@@ -9,11 +9,7 @@ other condition is an out-of-distribution set scored by mean (or max) k, with AU
 (``adapter.intervene``) and the loss gap ε̂_loss measured: smoothed bits per token on causal
 LMs (through the ``logits`` site), or an output-space fidelity on encoders (1 − cosine of the
 final hidden states, named in the result). A feature-shuffle ablation permutes latent indices
-before decoding (same L0, broken semantics). docs/sae.md gives every formula.
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+before decoding (same L0, broken semantics). docs/sae.md gives every formula."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes

@@ -1,8 +1,4 @@
-"""similarity: a model's similarity function g(d) over a stimulus space (docs/similarity.md).
-
-The folder is the analysis: this declaration is all that listing, ``run NAME --help``, the
-report's plan and a sweep's columns read (no torch; see :mod:`geomlens.analyses.declaration`).
-"""
+"""similarity: a model's similarity function g(d) over a stimulus space (docs/similarity.md)."""
 
 from geomlens.analyses.declaration import Declaration
 from geomlens.lazy import lazy_attributes
