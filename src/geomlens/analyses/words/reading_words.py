@@ -6,8 +6,9 @@ One path from a number to a sentence: a reading writes a measured number only th
 metric (:func:`metric_value`, :func:`metric_interval`) or through a derived quantity declared
 with its own spec (:func:`derived_value`: a share, a difference, a mean over a table's rows),
 so every number passes its spec's units, digits and guards. Counts of things (rows, sets) are
-written by :func:`count`. This module does not export the bare number formatters, and a test
-(``tests/unit/analyses/test_one_path_to_a_sentence.py``) fails on a reading that imports one."""
+written by :func:`count`. This module does not export the bare number formatters, and the
+contract's ``reading-through-metrics`` check (:mod:`geomlens.testing`) fails a reading, a
+built-in's or a plugin's, that imports one or formats a number itself."""
 
 from __future__ import annotations
 
