@@ -122,6 +122,8 @@ def say(line: str) -> None:
 _last_line = 0.0
 #: Open phases, innermost last: only the innermost one speaks (nested phases would repeat it).
 _phases: list[object] = []
+#: Phases in which :func:`each` has counted a loop (a second loop there adds no count).
+_counted_phases: set[object] = set()
 
 
 def _last_output() -> float:
@@ -254,6 +256,7 @@ def phase(what: str, *, announce: bool = False) -> Iterator[None]:
         stop.set()
         thread.join()
         _phases.remove(token)
+        _counted_phases.discard(token)
     # Reached only when the block ended normally: an error or Ctrl-C inside it is not "done",
     # and the command's own one-line message says what happened.
     if spoke.is_set():
@@ -265,9 +268,14 @@ def each(items: Sequence[T], what: str) -> Iterator[T]:
     the enclosing :func:`phase`'s progress lines: a long step that loops over sites (an
     analysis's ``finalize``) gives a count and an ETA, not only the time so far. Inside an
     open count (a loop nested in another), only the outer one counts."""
-    if _counts:
+    phase = _phases[-1] if _phases else None
+    if _counts or (phase is not None and phase in _counted_phases):
+        # Nested in a count, or a second loop in a phase that already counted one: a target
+        # that changed within the phase would read as a count that moved its goal.
         yield from items
         return
+    if phase is not None:
+        _counted_phases.add(phase)
     with counting(what, len(items)) as count:
         for item in items:
             yield item

@@ -163,3 +163,16 @@ def test_a_loop_over_sites_inside_a_phase_gives_a_fixed_count(monkeypatch, capsy
     assert not any("no count to show" in line or "tasks finished" in line for line in lines)
     counts = [int(re.search(r"(\d) of 4", line).group(1)) for line in lines]
     assert counts == sorted(counts) and max(counts) <= 4
+
+
+def test_two_loops_in_one_phase_keep_one_target(monkeypatch, capsys):
+    """linearization-effect finalizes two conditions, each looping over its sites: the phase's
+    count keeps the first loop's target (a second loop adds none), never 2 then 6."""
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.2)
+    with progress.showing_progress(True), progress.phase("linearization-effect: computing"):
+        for _ in progress.each(["a", "b"], "sites finished"):
+            time.sleep(0.3)
+        for _ in progress.each(list(range(6)), "sites finished"):
+            time.sleep(0.1)
+    targets = set(re.findall(r"\d of (\d) sites", capsys.readouterr().err))
+    assert targets == {"2"}, targets

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from geomlens import progress
 from geomlens.analyses.abstraction.analysis import (
     abstraction_draws,
     comparable_tasks,
@@ -228,10 +229,14 @@ class LinearizationEffect(ConceptRowsAnalysis, declaration=DECLARATION):
                 "linearization-effect saw no data; give rows with concept and context."
             )
         seed = self.context.seed if self.context is not None else 0
-        base_rows, base_splits, base_draws = self._condition_rows("base", seed)
-        linearized_rows, linearized_splits, linearized_draws = self._condition_rows(
-            "linearized", seed
-        )
+        # One count for the step (the conditions): the site loops inside each add nothing, so
+        # the count's target does not change between the two conditions.
+        by_condition = {
+            condition: self._condition_rows(condition, seed)
+            for condition in progress.each(["base", "linearized"], "conditions finished")
+        }
+        base_rows, base_splits, base_draws = by_condition["base"]
+        linearized_rows, linearized_splits, linearized_draws = by_condition["linearized"]
         changed = {r["site"] for r in linearized_rows}
         # Sites before the linearised layer are the same activations in both conditions.
         linearized_rows += [
