@@ -101,5 +101,17 @@ def test_the_recorded_default_run_keeps_its_progress_promises():
     spec.loader.exec_module(module)
     log = (FIXTURES / "report-default" / "progress.log").read_text(encoding="utf-8")
     found = module.findings(log)
-    assert found["plan"] and found["training"], {k: v[:2] for k, v in found.items()}
+    assert found["plan"], {k: v[:2] for k, v in found.items()}
     assert not found["over"] and not found["changing"], found
+    # A run that trained an SAE (its note says so; a cached one is "reused") announced it.
+    saved = json.loads((FIXTURES / "report-default" / "results.json").read_text(encoding="utf-8"))
+    sections = [saved["results"], (saved.get("causal_lm") or {}).get("results") or {}]
+    notes = [
+        str(row.get("note", ""))
+        for results in sections
+        for result in results.values()
+        for row in result.get("tables", {}).get("notes", [])
+        if row.get("item") == "sae"
+    ]
+    if any(note.startswith("trained") for note in notes):
+        assert found["training"], "the run trained an SAE without announcing it"
