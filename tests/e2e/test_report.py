@@ -105,7 +105,9 @@ EXPONENT = re.compile(r"\d[eE][+-]?\d")
 
 
 def _shown_value(text: str) -> float:
-    return float(text.split()[0].replace(",", "").replace("−", "-"))
+    """The number a cell shows, as a fraction where it is written as a percentage."""
+    shown = float(text.split()[0].replace(",", "").replace("−", "-"))
+    return shown / 100 if text.rstrip().endswith("%") else shown
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
@@ -565,7 +567,8 @@ def test_the_causal_lm_sae_figure_and_its_reading_show_the_same_aurocs(quick_rep
     for name, k in ks:
         if name == "calibration text":  # the pool's own text: the reading quotes no k for it
             continue
-        assert f"{name} {k}" in text or f"{k} on {name}" in text, (name, k, text)
+        # The reading writes k through its metric's spec, with its unit.
+        assert f"{name} {k} latents" in text or f"{k} latents on {name}" in text, (name, k, text)
     # loss: the splice loss gap ε̂_loss in the bound panel's legend and in the text
     loss_in_figure = re.findall(r"ε̂_loss (\S+) bits", " ".join(shown))
     loss_in_text = re.findall(r"ε̂_loss = (\S+) bits", text)
