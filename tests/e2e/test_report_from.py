@@ -89,18 +89,23 @@ def test_the_page_checker_fails_on_a_page_with_a_planted_bad_sentence(tmp_path):
     shutil.rmtree(tmp_path / "p")
 
 
-def test_the_recorded_default_run_keeps_its_progress_promises():
-    """The standard error of the real default run that made the fixture (saved beside it):
-    a plan line, a line before SAE training, no count above its target, and no target that
-    changes within a phase (scripts/check_progress_log.py reads it the same way)."""
+def _progress_findings(name: str) -> dict[str, list[str]]:
+    """What scripts/check_progress_log.py finds in the recorded log ``name``."""
     import importlib.util
 
     script = Path(__file__).parents[2] / "scripts" / "check_progress_log.py"
     spec = importlib.util.spec_from_file_location("check_progress_log", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    log = (FIXTURES / "report-default" / "progress.log").read_text(encoding="utf-8")
-    found = module.findings(log)
+    log = (FIXTURES / "report-default" / name).read_text(encoding="utf-8")
+    return module.findings(log)
+
+
+def test_the_recorded_default_run_keeps_its_progress_promises():
+    """The standard error of the real default run that made the fixture (saved beside it):
+    a plan line, a line before SAE training, no count above its target, and no target that
+    changes within a phase (scripts/check_progress_log.py reads it the same way)."""
+    found = _progress_findings("progress.log")
     assert found["plan"], {k: v[:2] for k, v in found.items()}
     assert not found["over"] and not found["changing"], found
     # A run that trained an SAE (its note says so; a cached one is "reused") announced it.
@@ -115,3 +120,12 @@ def test_the_recorded_default_run_keeps_its_progress_promises():
     ]
     if any(note.startswith("trained") for note in notes):
         assert found["training"], "the run trained an SAE without announcing it"
+
+
+def test_a_recorded_run_that_trained_an_sae_announced_it_first():
+    """An earlier real default run (``progress-training.log``, before the SAEs were cached):
+    its SmolLM2 SAE training was announced before it started, with a count whose target did
+    not change, and a plan line came first."""
+    found = _progress_findings("progress-training.log")
+    assert found["plan"] and found["training"], {k: v[:2] for k, v in found.items()}
+    assert not found["over"] and not found["changing"], found
