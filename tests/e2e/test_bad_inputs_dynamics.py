@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from helpers.cli_errors import error_line, message_lines
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
@@ -25,8 +25,6 @@ from geomlens.experiments import two_factor_lm
 
 runner = CliRunner()
 SITE = "blocks.0.hook_resid_post"
-#: Progress on standard error: a bar (``name:  40%|``) or a phase's line (``geomlens: step …``).
-PROGRESS = re.compile(r"^[\w ]+:\s+\d+%\||^geomlens: (?!error)")
 FAST = ["--option", "n_bootstrap=0", "--option", "n_shuffles=0"]
 
 
@@ -82,17 +80,6 @@ def sweep_abstraction(series: Path, out: Path, *extra: str):
     return runner.invoke(
         app, ["sweep", "abstraction", "--series", str(series), "--out", str(out), *FAST, *extra]
     )
-
-
-def error_line(done, *fragments: str) -> str:
-    """The one line ``error: …`` (exit 2, no traceback) holding every fragment."""
-    assert done.exit_code == 2, done.output
-    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
-    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    assert "Traceback" not in done.output
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 def ok(done) -> str:
@@ -340,7 +327,7 @@ def test_case_19_an_interrupted_experiment_says_so_and_reruns(tmp_path, monkeypa
     monkeypatch.setattr(abstraction_dynamics, "save_checkpoint", interrupted)
     done = experiment(tmp_path / "RUN")
     assert done.exit_code == 130, done.output
-    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
+    lines = message_lines(done)
     assert len(lines) == 1 and lines[0].startswith("interrupted;"), done.stderr
     monkeypatch.setattr(abstraction_dynamics, "save_checkpoint", saved)
     assert "wrote 3 checkpoints" in ok(experiment(tmp_path / "RUN"))

@@ -174,16 +174,23 @@ def _planted_choice_logits(g, trials, vocabulary=50, seed=0):
     return logits, token_ids
 
 
+def _planted_choices(g, prompts) -> tuple[np.ndarray, Dataset]:
+    """Logits of a planted behavioural similarity ``g`` on ``prompts``' choice trials, and the
+    trials as data with each option's token ids."""
+    trials = list(zip(prompts.columns["coordinate"], prompts.columns["option_coordinates"]))
+    logits, token_ids = _planted_choice_logits(g, trials)
+    columns = dict(prompts.columns)
+    columns["option_token_ids"] = np.empty(len(token_ids), dtype=object)
+    columns["option_token_ids"][:] = token_ids
+    return logits, Dataset(num_rows=len(token_ids), columns=columns)
+
+
 def test_behavioural_maths_recovers_the_planted_g_and_accuracy():
     g = lambda d: 0.3 + 0.7 * np.exp(-d / 4.0)  # noqa: E731
     prompts = choice_prompts(range(20), candidates=(2, 3, 5), trials=40, seed=3)
     probes = prompts.columns["coordinate"]
     options = prompts.columns["option_coordinates"]
-    logits, token_ids = _planted_choice_logits(g, list(zip(probes, options)))
-    columns = dict(prompts.columns)
-    columns["option_token_ids"] = np.empty(len(token_ids), dtype=object)
-    columns["option_token_ids"][:] = token_ids
-    data = Dataset(num_rows=len(token_ids), columns=columns)
+    logits, data = _planted_choices(g, prompts)
     result = gl.run("similarity", {"logits": logits}, data, mode="behavioural", progress=False)
     rows = result.tables["g_of_d"]
     d = np.array([r["distance"] for r in rows])
@@ -308,11 +315,7 @@ def test_behavioural_recovery_on_200_stimuli_keeps_the_grid():
     prompts = choice_prompts(range(200), candidates=(2, 4), trials=600, seed=5)
     probes = prompts.columns["coordinate"]
     options = prompts.columns["option_coordinates"]
-    logits, token_ids = _planted_choice_logits(g, list(zip(probes, options)))
-    columns = dict(prompts.columns)
-    columns["option_token_ids"] = np.empty(len(token_ids), dtype=object)
-    columns["option_token_ids"][:] = token_ids
-    data = Dataset(num_rows=len(token_ids), columns=columns)
+    logits, data = _planted_choices(g, prompts)
     offered = {abs(o - p) for p, opts in zip(probes, options) for o in opts}
     assert len(offered) > 128  # the case the binning rule is about
     result = gl.run("similarity", {"logits": logits}, data, mode="behavioural", progress=False)
