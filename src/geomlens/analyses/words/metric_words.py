@@ -105,18 +105,13 @@ def metric_value(result: Any, key: str, digits: int = 3, *, unit: bool = True) -
     ``unit=False``: without it, for a table whose header names it), as its metric spec's
     ``format`` writes it; when a guard of the spec refuses the number, the guard's words ("at
     chance") instead."""
-    sites = (getattr(result, "provenance", None) or {}).get("sites")
+    refused = metric_refused(result, key)  # a guard that fails: its words, not the number
+    if refused is not None:
+        return refused
     value = result.metrics.get(key, math.nan)
-    spec = _spec_of(result, key)
-    if spec is not None:
-        refused = spec.blocked(result, key)  # a guard that fails: its words, not the number
-        if refused is not None:
-            return refused
-        if spec.format is not None and not _missing(value):  # the spec says how it is written
-            return str(spec.format(value))
     if _missing(value):  # never "undefined" or "nan" on a page
         return NOT_MEASURED
-    return quantity(value, metric_unit(key, result, sites) if unit else "", digits)
+    return _written(result, key, value, digits, unit=unit)
 
 
 #: The words of a metric the result does not hold, or holds as NaN.
@@ -156,13 +151,14 @@ def interval_keys(result: Any, key: str) -> tuple[str, str]:
     return low, high
 
 
-def _written(result: Any, key: str, value: float) -> str:
-    """``value`` written as metric ``key`` is written (its spec's format, else its unit)."""
+def _written(result: Any, key: str, value: Any, digits: int = 3, *, unit: bool = True) -> str:
+    """``value`` written as metric ``key`` is written: its spec's format, else the number with
+    its unit (``unit=False``: without)."""
     spec = _spec_of(result, key)
     if spec is not None and spec.format is not None:
         return str(spec.format(value))
     sites = (getattr(result, "provenance", None) or {}).get("sites")
-    return quantity(value, metric_unit(key, result, sites))
+    return quantity(value, metric_unit(key, result, sites) if unit else "", digits)
 
 
 #: The metrics (after the site) of the stimulus range a site's numbers hold for: an analysis
