@@ -134,7 +134,7 @@ def reading(result: Result) -> list[str]:
         else:
             ccgp_words = (
                 f"CCGP goes from {ccgp_base} to {ccgp_linearized}, up or equal in "
-                f"{_whole(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan))}"
+                f"{count(metrics.get('summary.tasks_ccgp_up_or_equal', math.nan), '')}"
                 f" of {count(metrics.get('summary.n_tasks', math.nan), 'set')} (no interval is "
                 "computed for the CCGP change: read its direction from the per-task counts only)."
             )
@@ -150,11 +150,6 @@ def _summary_key(result: Result, site: str, name: str) -> str:
 def _refusal(words: str) -> str:
     """A guard's words after "is": "at a cosine's ceiling (…)", or "not read (…)"."""
     return words if not words.startswith("not read: ") else f"not read ({words[10:]})"
-
-
-def _whole(amount: float) -> str:
-    """A count of sets without its noun ("2" in "rises in 2 and falls in 1 of 3 sets")."""
-    return count(amount, "set").rsplit(" ", 1)[0]
 
 
 def _finite(value: float | None) -> bool:
@@ -174,7 +169,7 @@ def _change_words(result: Result, column: str, total: str) -> str:
     # The sets' directions are read only beside a resolved change: inside an interval that
     # includes 0, "rises in 2 and falls in 2" is the noise the interval already describes.
     counts = (
-        f"; it rises in {_whole(up)} and falls in {_whole(down)} of {count(n, 'concept set')}"
+        f"; it rises in {count(up, '')} and falls in {count(down, '')} of {count(n, 'concept set')}"
         if resolved
         else ""
     )

@@ -35,14 +35,17 @@ __all__ = [
 
 
 def count(amount: float | None, noun: str, plural: str | None = None) -> str:
-    """A count of things (``12 rows``, ``1 set``): a whole number with the noun in its number.
-    Not for measurements, which go through their metric (:func:`metric_value`); a count that
-    is not a whole number is a mistake in the reading and raises."""
+    """A count of things (``12 rows``, ``1 set``): a whole number with the noun in its number;
+    ``noun=""``: the number alone ("2" in "rises in 2 and falls in 1 of 3 sets"). Not for
+    measurements, which go through their metric (:func:`metric_value`); a count that is not a
+    whole number is a mistake in the reading and raises."""
     if amount is None or (isinstance(amount, float) and math.isnan(amount)):
-        return f"an unknown number of {plural or noun + 's'}"
+        return f"an unknown number of {plural or noun + 's'}" if noun else "an unknown number"
     if float(amount) != round(float(amount)):
         raise ValueError(f"count({amount!r}, {noun!r}): a count is a whole number")
     whole = int(round(float(amount)))
+    if not noun:
+        return f"{whole:,}"
     return f"{whole:,} {noun if whole == 1 else plural or noun + 's'}"
 
 
